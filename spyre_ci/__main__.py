@@ -1,0 +1,3 @@
+from spyre_ci.cli import main
+
+main()

@@ -1,0 +1,79 @@
+"""The project's contract with a new user: the console script, the workflows, the make targets."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _spyre_ci(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spyre_ci", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_version_matches_package_metadata() -> None:
+    from importlib.metadata import version
+
+    result = _spyre_ci("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"spyre-ci, version {version('spyre-ci')}"
+
+
+def test_help_lists_every_registered_subcommand() -> None:
+    from spyre_ci.cli import cli
+
+    result = _spyre_ci("--help")
+    assert result.returncode == 0, result.stderr
+    for name in cli.commands:
+        assert re.search(rf"^\s+{re.escape(name)}\s", result.stdout, re.M), name
+
+
+def test_unknown_subcommand_fails_with_usage() -> None:
+    result = _spyre_ci("no-such-command")
+    assert result.returncode == 2
+    assert "No such command" in result.stderr
+
+
+def test_relay_and_selection_import_without_torch() -> None:
+    # A relay host must not need the 2 GB wheel: importing the CLI, the relay
+    # and the selection must not pull torch in.
+    code = (
+        "import sys, spyre_ci.cli, relay, selection, test_manifests;print('torch' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("workflow", sorted((ROOT / ".github" / "workflows").glob("*.yml")))
+def test_workflow_passes_actionlint(workflow: Path) -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "actionlint"), "-no-color", str(workflow)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_readme_lists_every_make_target() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    targets = re.findall(r"^([a-z0-9-]+):.*## ", makefile, re.M)
+    readme = (ROOT / "README.md").read_text()
+    assert targets, "no documented make targets"
+    missing = [t for t in targets if f"make {t}" not in readme]
+    assert not missing, f"README does not mention: {missing}"
+
+
+def test_ci_script_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in readme.split("\n## ")[0], "the test command must be at the top"
+    assert re.search(r"^make test$", ci, re.M)

@@ -1,0 +1,1 @@
+"""Shared test support: loopback fakes of external services and server launchers."""

@@ -1,0 +1,143 @@
+"""The callback body as CRCR's callback action sends it, validated.
+
+Body = the dispatched ``client_payload`` echoed back (``event_type``,
+``delivery_id``, ``payload``, and our ``callback_token``) plus ``workflow``
+(schema version "1"). Unknown keys are kept, so a newer callback action does
+not break us; an optional ``selection`` object carries a selection report.
+Errors name the field at fault (``workflow.test_results.total: ...``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+PERIODIC_EVENTS = frozenset({"nightly", "periodic"})
+CONCLUSIONS = frozenset(
+    {"success", "failure", "cancelled", "skipped", "timed_out", "neutral", "action_required"}
+)
+MAX_SELECTION_HTML = 2 * 1024 * 1024
+
+
+class BadCallback(Exception):
+    """400: the body is not a valid callback; the message names the field."""
+
+
+class TestResults(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+    total: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _total_is_the_sum(self) -> TestResults:
+        if self.total != self.passed + self.failed + self.skipped:
+            raise ValueError(
+                f"total ({self.total}) must equal passed + failed + skipped "
+                f"({self.passed} + {self.failed} + {self.skipped})"
+            )
+        return self
+
+
+class WorkflowReport(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    schema_version: Literal["1"]
+    status: Literal["in_progress", "completed"]
+    conclusion: str | None = None
+    name: str = Field(min_length=1, max_length=200)
+    url: str | None = None
+    run_id: int = Field(ge=0)
+    run_attempt: int = Field(default=1, ge=1)
+    job_name: str = Field(min_length=1, max_length=300)
+    check_run_id: int | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    test_results: TestResults | None = None
+    artifact_url: str | None = None
+
+    @field_validator("started_at", "completed_at")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value:
+            iso_seconds(value)
+        return value
+
+    @model_validator(mode="after")
+    def _conclusion_when_completed(self) -> WorkflowReport:
+        if self.status == "completed" and self.conclusion not in CONCLUSIONS:
+            raise ValueError(
+                f"conclusion must be one of {sorted(CONCLUSIONS)} when status is completed "
+                f"(got {self.conclusion!r})"
+            )
+        if self.status == "in_progress" and self.conclusion:
+            raise ValueError("conclusion must be empty while status is in_progress")
+        return self
+
+
+class SelectionReport(BaseModel):
+    """A selection run's report, stored for the dashboard (table selection_reports)."""
+
+    model_config = ConfigDict(extra="forbid")
+    selection_id: str | None = Field(default=None, min_length=1, max_length=200)
+    summary: dict[str, Any]
+    html: str | None = Field(default=None, max_length=MAX_SELECTION_HTML)
+
+
+class CallbackBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    event_type: str = Field(min_length=1, max_length=100)
+    delivery_id: str = Field(min_length=1, max_length=200)
+    payload: dict[str, Any] | None = None
+    callback_token: str | None = None
+    workflow: WorkflowReport
+    selection: SelectionReport | None = None
+
+    @property
+    def is_periodic(self) -> bool:
+        return self.event_type in PERIODIC_EVENTS
+
+    def digest(self) -> str:
+        """Identity of this report: two callbacks with the same digest are the same callback."""
+        reported = {
+            "workflow": self.workflow.model_dump(mode="json"),
+            "selection": None if self.selection is None else self.selection.model_dump(),
+        }
+        canonical = json.dumps(reported, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def parse_callback(raw: bytes) -> CallbackBody:
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadCallback(f"body is not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise BadCallback("body must be a JSON object")
+    try:
+        return CallbackBody.model_validate(data)
+    except ValidationError as error:
+        raise BadCallback(describe_validation_error(error)) from None
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    parts = []
+    for issue in error.errors():
+        where = ".".join(str(p) for p in issue["loc"]) or "body"
+        parts.append(f"{where}: {issue['msg']}")
+    return "; ".join(parts)
+
+
+def iso_seconds(value: str) -> float:
+    """``2026-11-30T04:00:00Z`` -> unix seconds; ValueError naming the value otherwise."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"{value!r} has no time zone")
+    return parsed.timestamp()

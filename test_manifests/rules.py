@@ -1,0 +1,278 @@
+"""The individual rules of the resolution (op, module, dtype scope; force_xfail).
+
+Pure functions over a Manifest; `resolve.py` composes them. No I/O, no torch.
+"""
+
+from __future__ import annotations
+
+from test_manifests.decisions import Ctx, TestInstance
+from test_manifests.matching import (
+    PathRoots,
+    entry_matches,
+    file_matches,
+    module_matches,
+    op_matches,
+)
+from test_manifests.model import (
+    COMPLEX_DTYPES,
+    DtypeItem,
+    FileEntry,
+    Loc,
+    Manifest,
+    SupportedModule,
+    SupportedOp,
+    TestEntry,
+)
+
+
+def matching_file(
+    manifest: Manifest, file: str, roots: PathRoots | None = None
+) -> tuple[int, FileEntry] | None:
+    """The first file entry naming `file` (index, entry)."""
+    for index, entry in enumerate(manifest.suite.files):
+        if file_matches(entry, file, roots):
+            return index, entry
+    return None
+
+
+def listed_entries(entry: FileEntry, class_name: str, template: str) -> list[tuple[int, TestEntry]]:
+    return [
+        (i, test)
+        for i, test in enumerate(entry.tests)
+        if entry_matches(test, class_name, template) is not None
+    ]
+
+
+def find_op(manifest: Manifest, op: str, variant: str | None) -> tuple[int, SupportedOp] | None:
+    for i, item in enumerate(manifest.suite.global_.supported_ops or []):
+        if op_matches(item.name, op, variant):
+            return i, item
+    return None
+
+
+def find_module(manifest: Manifest, module: str) -> tuple[int, SupportedModule] | None:
+    for i, item in enumerate(manifest.suite.global_.supported_modules or []):
+        if module_matches(item.name, module):
+            return i, item
+    return None
+
+
+def _op_in_scope(ctx: Ctx, test: TestEntry | None, tloc: Loc) -> bool:
+    inst = ctx.instance
+    if inst.op is None:
+        return True
+    if test is not None:
+        for i, item in enumerate(test.edits.ops.exclude):
+            if op_matches(item.name, inst.op, inst.op_variant):
+                ctx.decide(
+                    "op",
+                    f"{inst.op_full_name} out",
+                    "edits.ops.exclude",
+                    (*tloc, "edits", "ops", "exclude", i),
+                )
+                return False
+        for i, item in enumerate(test.edits.ops.include):
+            if op_matches(item.name, inst.op, inst.op_variant):
+                ctx.decide(
+                    "op",
+                    f"{inst.op_full_name} in",
+                    "edits.ops.include",
+                    (*tloc, "edits", "ops", "include", i),
+                )
+                return True
+    ops = ctx.manifest.suite.global_.supported_ops
+    if ops is None:
+        ctx.decide(
+            "op", f"{inst.op_full_name} in", "no global.supported_ops (all ops)", ("global",)
+        )
+        return True
+    found = find_op(ctx.manifest, inst.op, inst.op_variant)
+    if found is None:
+        ctx.decide(
+            "op",
+            f"{inst.op_full_name} out",
+            "not in global.supported_ops",
+            ("global", "supported_ops"),
+        )
+        return False
+    ctx.decide(
+        "op",
+        f"{inst.op_full_name} in",
+        "global.supported_ops",
+        ("global", "supported_ops", found[0]),
+    )
+    return True
+
+
+def _module_in_scope(ctx: Ctx, test: TestEntry | None, tloc: Loc) -> bool:
+    module = ctx.instance.module
+    if module is None:
+        return True
+    if test is not None:
+        for i, item in enumerate(test.edits.modules.exclude):
+            if module_matches(item.name, module):
+                ctx.decide(
+                    "module",
+                    f"{module} out",
+                    "edits.modules.exclude",
+                    (*tloc, "edits", "modules", "exclude", i),
+                )
+                return False
+        for i, mitem in enumerate(test.edits.modules.include):
+            if module_matches(mitem.name, module):
+                ctx.decide(
+                    "module",
+                    f"{module} in",
+                    "edits.modules.include",
+                    (*tloc, "edits", "modules", "include", i),
+                )
+                return True
+    if ctx.manifest.suite.global_.supported_modules is None:
+        ctx.decide(
+            "module", f"{module} in", "no global.supported_modules (all modules)", ("global",)
+        )
+        return True
+    found = find_module(ctx.manifest, module)
+    if found is None:
+        ctx.decide(
+            "module",
+            f"{module} out",
+            "not in global.supported_modules",
+            ("global", "supported_modules"),
+        )
+        return False
+    ctx.decide(
+        "module",
+        f"{module} in",
+        "global.supported_modules",
+        ("global", "supported_modules", found[0]),
+    )
+    return True
+
+
+def _names(items: list[DtypeItem]) -> frozenset[str]:
+    return frozenset(item.name for item in items)
+
+
+def base_dtypes(
+    manifest: Manifest, instance: TestInstance
+) -> tuple[frozenset[str] | None, str, Loc]:
+    """global ∩ op (∩ module) ∩ upstream, before includes/excludes; None = unrestricted."""
+    glob = manifest.suite.global_
+    allowed: frozenset[str] | None = _names(glob.supported_dtypes) or None
+    rule: str = "global.supported_dtypes" if allowed else "no dtype ceiling"
+    loc: Loc = ("global", "supported_dtypes") if allowed else ("global",)
+    op = find_op(manifest, instance.op, instance.op_variant) if instance.op else None
+    if op is not None and op[1].dtypes:
+        op_set = _names(op[1].dtypes)
+        allowed = op_set if allowed is None else allowed & op_set
+        rule, loc = "global.supported_ops[].dtypes", ("global", "supported_ops", op[0], "dtypes")
+    module = find_module(manifest, instance.module) if instance.module else None
+    if module is not None and module[1].dtypes:
+        mod_set = _names(module[1].dtypes)
+        allowed = mod_set if allowed is None else allowed & mod_set
+        rule, loc = (
+            "global.supported_modules[].dtypes",
+            ("global", "supported_modules", module[0], "dtypes"),
+        )
+    if instance.upstream_dtypes is not None:
+        allowed = (
+            instance.upstream_dtypes if allowed is None else allowed & instance.upstream_dtypes
+        )
+    return allowed, rule, loc
+
+
+def effective_dtypes(
+    manifest: Manifest, instance: TestInstance, test: TestEntry | None
+) -> frozenset[str] | None:
+    """The dtypes this (template, op, module) runs with; None = unrestricted (minus complex)."""
+    base, _, _ = base_dtypes(manifest, instance)
+    if test is None:
+        return base
+    include = _names(test.edits.dtypes.include)
+    exclude = frozenset(item.name for item in test.edits.dtypes.exclude)
+    if base is None:
+        return None
+    return (base | include) - exclude
+
+
+def _dtype_in_scope(ctx: Ctx, test: TestEntry | None, tloc: Loc) -> bool:
+    dtype = ctx.instance.dtype
+    if dtype is None:
+        return True
+    if test is not None:
+        for i, ex in enumerate(test.edits.dtypes.exclude):
+            if ex.name == dtype:
+                ctx.decide(
+                    "dtype",
+                    f"{dtype} out",
+                    "edits.dtypes.exclude",
+                    (*tloc, "edits", "dtypes", "exclude", i),
+                )
+                return False
+        for i, inc in enumerate(test.edits.dtypes.include):
+            if inc.name == dtype:
+                ctx.decide(
+                    "dtype",
+                    f"{dtype} in",
+                    "edits.dtypes.include",
+                    (*tloc, "edits", "dtypes", "include", i),
+                )
+                return True
+    upstream = ctx.instance.upstream_dtypes
+    if upstream is not None and dtype not in upstream:
+        ctx.decide(
+            "dtype",
+            f"{dtype} out",
+            "not generated upstream (include it to add it)",
+            tloc or ("files",),
+        )
+        return False
+    allowed, rule, loc = base_dtypes(ctx.manifest, ctx.instance)
+    if allowed is None:
+        if dtype in COMPLEX_DTYPES:
+            ctx.decide(
+                "dtype", f"{dtype} out", "complex is unsupported unless included", ("global",)
+            )
+            return False
+        ctx.decide("dtype", f"{dtype} in", rule, loc)
+        return True
+    ctx.decide("dtype", f"{dtype} {'in' if dtype in allowed else 'out'}", rule, loc)
+    return dtype in allowed
+
+
+def _force_xfail(
+    ctx: Ctx, test: TestEntry | None, tloc: Loc
+) -> tuple[str, Loc, DtypeItem | SupportedOp | SupportedModule] | None:
+    """The first force_xfail that applies to the instance."""
+    inst, glob = ctx.instance, ctx.manifest.suite.global_
+    if (
+        inst.op is not None
+        and (op := find_op(ctx.manifest, inst.op, inst.op_variant))
+        and op[1].force_xfail
+    ):
+        return "global.supported_ops[].force_xfail", ("global", "supported_ops", op[0]), op[1]
+    if (
+        inst.module is not None
+        and (mod := find_module(ctx.manifest, inst.module))
+        and mod[1].force_xfail
+    ):
+        return (
+            "global.supported_modules[].force_xfail",
+            ("global", "supported_modules", mod[0]),
+            mod[1],
+        )
+    if inst.dtype is None:
+        return None
+    if test is not None:
+        for i, inc in enumerate(test.edits.dtypes.include):
+            if inc.name == inst.dtype and inc.force_xfail:
+                return (
+                    "edits.dtypes.include[].force_xfail",
+                    (*tloc, "edits", "dtypes", "include", i),
+                    inc,
+                )
+    for i, item in enumerate(glob.supported_dtypes):
+        if item.name == inst.dtype and item.force_xfail:
+            return "global.supported_dtypes[].force_xfail", ("global", "supported_dtypes", i), item
+    return None

@@ -1,0 +1,328 @@
+"""`spyre-ci ci ...`: the commands `upstream-dispatch.yml` wires together.
+
+Each command is a thin shell: read the environment a workflow step has, call the
+pure decision (`plan`, `junit`, `callback`), do the I/O, write `GITHUB_OUTPUT`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from spyre_ci.ci import runner_env, steps
+from spyre_ci.ci.callback import (
+    BadCallback,
+    build_callback_body,
+    conclusion_for,
+    self_reported_payload,
+)
+from spyre_ci.ci.junit import BadJUnit, TestCounts, aggregate
+from spyre_ci.ci.oidc import DEFAULT_AUDIENCE, NoIdToken, get_id_token
+from spyre_ci.ci.plan import BadEvent, Plan, plan_event
+from spyre_ci.ci.send import CallbackFailed, post_callback
+from spyre_ci.ci.upstream import CheckoutFailed, sparse_checkout
+
+EVENT_PATH = click.option(
+    "--event-path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The event JSON (default: $GITHUB_EVENT_PATH).",
+)
+CALLBACK_URL = click.option(
+    "--callback-url",
+    envvar="SPYRE_CI_CALLBACK_URL",
+    default="",
+    help="The relay's /github/callback URL (env SPYRE_CI_CALLBACK_URL).",
+)
+AUDIENCE = click.option(
+    "--audience",
+    envvar="SPYRE_CI_OIDC_AUDIENCE",
+    default=DEFAULT_AUDIENCE,
+    show_default=True,
+    help="OIDC audience the relay expects (env SPYRE_CI_OIDC_AUDIENCE).",
+)
+JOB_NAME = click.option(
+    "--job-name", default=None, help="Job name for the check run (default: $GITHUB_JOB)."
+)
+STATE_FILE = click.option(
+    "--state-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the in_progress callback records its start time for the completed one.",
+)
+
+
+@click.group("ci")
+def ci_group() -> None:
+    """Downstream CI: what upstream-dispatch.yml runs (plan, checkout, select, test, report)."""
+
+
+def _plan(event_path: str | None, upstream_sha: str = "") -> tuple[Plan, dict[str, Any]]:
+    event_name, event = runner_env.read_event(event_path)
+    try:
+        plan = plan_event(event_name, event, run_id=runner_env.env("GITHUB_RUN_ID"))
+    except BadEvent as exc:
+        raise click.ClickException(
+            f"{event_path or runner_env.env('GITHUB_EVENT_PATH')}: {exc}"
+        ) from exc
+    if upstream_sha and plan.event_type in ("nightly", "manual"):
+        plan = Plan.from_json({**plan.to_json(), "head_sha": upstream_sha})
+    return plan, event
+
+
+@ci_group.command("plan")
+@EVENT_PATH
+@click.option(
+    "--write",
+    "write_to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the plan as JSON here.",
+)
+def plan_command(event_path: str | None, write_to: Path | None) -> None:
+    """Decide run or skip for the event; write the plan to GITHUB_OUTPUT."""
+    plan, _ = _plan(event_path)
+    runner_env.write_outputs(plan.outputs())
+    if write_to:
+        write_to.parent.mkdir(parents=True, exist_ok=True)
+        write_to.write_text(json.dumps(plan.to_json(), indent=2))
+    click.echo(f"{'run' if plan.run else 'skip'}: {plan.reason}", err=True)
+
+
+@ci_group.command("checkout")
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+)
+@click.option(
+    "--upstream-url", default=None, help="Default: https://github.com/<upstream_repo>.git"
+)
+@click.option("--dest", type=click.Path(file_okay=False, path_type=Path), required=True)
+def checkout_command(plan_path: Path, upstream_url: str | None, dest: Path) -> None:
+    """Sparse, shallow checkout of the upstream sources at the plan's commits."""
+    plan = Plan.from_json(json.loads(plan_path.read_text()))
+    url = upstream_url or f"https://github.com/{plan.upstream_repo}.git"
+    try:
+        checkout = sparse_checkout(url, dest, plan.head_sha, plan.base_sha)
+    except CheckoutFailed as exc:
+        raise click.ClickException(str(exc)) from exc
+    resolved = {**plan.to_json(), "head_sha": checkout.head_sha, "base_sha": checkout.base_sha}
+    if plan.event_type == "nightly":
+        resolved["delivery_id"] = checkout.head_sha
+    plan_path.write_text(json.dumps(resolved, indent=2))
+    runner_env.write_outputs({"head_sha": checkout.head_sha, "base_sha": checkout.base_sha})
+    click.echo(
+        f"upstream {checkout.base_sha[:12] or '(none)'}..{checkout.head_sha[:12]} in {dest}",
+        err=True,
+    )
+
+
+@ci_group.command("select")
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+)
+@click.option(
+    "--pytorch-repo", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True
+)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--shards", type=click.IntRange(1, 256), default=4, show_default=True)
+def select_command(plan_path: Path, pytorch_repo: Path, out: Path, shards: int) -> None:
+    """Run `spyre-ci select` for the plan; write the shard matrix to GITHUB_OUTPUT."""
+    plan = Plan.from_json(json.loads(plan_path.read_text()))
+    result = steps.run_select(plan, pytorch_repo, out, shards)
+    runner_env.write_outputs(
+        {
+            "matrix": json.dumps(result.matrix),
+            "selected": str(result.selected),
+            "has_tests": "true" if result.selected else "false",
+        }
+    )
+    click.echo(
+        f"selected {result.selected} test(s) in {len(result.matrix['include'])} shard(s)", err=True
+    )
+
+
+@ci_group.command("test")
+@click.option(
+    "--selection", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True
+)
+@click.option("--shard", type=int, required=True)
+@click.option(
+    "--pytorch-src", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True
+)
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def test_command(selection: Path, shard: int, pytorch_src: Path, junit: Path) -> None:
+    """Run one shard of the selection with `spyre-ci test`; JUnit XML to --junit."""
+    code = steps.run_test_shard(selection, shard, pytorch_src, junit)
+    raise SystemExit(code)
+
+
+def _state_file(given: Path | None, job_name: str) -> Path:
+    if given:
+        return given
+    run_id = runner_env.env("GITHUB_RUN_ID", "local")
+    return (
+        Path(runner_env.env("RUNNER_TEMP", "/tmp")) / f"spyre-ci-callback-{run_id}-{job_name}.json"
+    )
+
+
+def _send(body: dict[str, Any], callback_url: str, audience: str) -> None:
+    url = callback_url or str(body.get("callback_url") or "")
+    if not url:
+        raise click.ClickException(
+            "no callback URL: pass --callback-url or set SPYRE_CI_CALLBACK_URL"
+        )
+    try:
+        token = get_id_token(audience)
+        answer = post_callback(url, body, token)
+    except (NoIdToken, CallbackFailed) as exc:
+        raise click.ClickException(str(exc)) from exc
+    what = "ignored by the relay" if answer.ignored else "accepted"
+    click.echo(
+        f"{body['workflow']['status']} callback {what} (HTTP {answer.status}, {answer.attempts} attempt(s))",
+        err=True,
+    )
+
+
+def _client_payload(plan: Plan, event: dict[str, Any]) -> dict[str, Any]:
+    payload = runner_env.client_payload(event)
+    if payload is not None:
+        return payload
+    event_type = "nightly" if plan.event_type == "nightly" else "periodic"
+    try:
+        return self_reported_payload(event_type, plan.head_sha, plan.upstream_repo)
+    except BadCallback as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@ci_group.command("callback")
+@click.option("--status", type=click.Choice(["in_progress"]), required=True)
+@EVENT_PATH
+@CALLBACK_URL
+@AUDIENCE
+@JOB_NAME
+@STATE_FILE
+def callback_command(
+    status: str,
+    event_path: str | None,
+    callback_url: str,
+    audience: str,
+    job_name: str | None,
+    state_file: Path | None,
+) -> None:
+    """Tell the relay this job has started (the completed callback is `ci report`)."""
+    _, event = runner_env.read_event(event_path)
+    run = runner_env.workflow_run(job_name)
+    started_at = datetime.now(UTC)
+    _state_file(state_file, run.job_name).write_text(
+        json.dumps({"started_at": started_at.timestamp()})
+    )
+    payload = runner_env.client_payload(event)
+    if payload is None:
+        click.echo(
+            "not a relay dispatch: nightly/periodic runs report once, at completion", err=True
+        )
+        return
+    _send(
+        build_callback_body(payload, run, status=status, started_at=started_at),
+        callback_url,
+        audience,
+    )
+
+
+@ci_group.command("report")
+@EVENT_PATH
+@click.option(
+    "--junit-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory searched recursively for *.xml JUnit files.",
+)
+@click.option(
+    "--needs", "needs_json", default="{}", help="toJson(needs) of the jobs before this one."
+)
+@click.option("--upstream-sha", default="", help="The tested upstream SHA (nightly/manual runs).")
+@click.option("--artifact-url", default="")
+@click.option("--conclusion", default=None, help="Override the computed conclusion.")
+@CALLBACK_URL
+@AUDIENCE
+@JOB_NAME
+@STATE_FILE
+def report_command(
+    event_path: str | None,
+    junit_dir: Path | None,
+    needs_json: str,
+    upstream_sha: str,
+    artifact_url: str,
+    conclusion: str | None,
+    callback_url: str,
+    audience: str,
+    job_name: str | None,
+    state_file: Path | None,
+) -> None:
+    """Aggregate the JUnit results and send the completed callback."""
+    plan, event = _plan(event_path, upstream_sha)
+    counts = _counts(junit_dir)
+    job_results = _job_results(needs_json)
+    final = conclusion or conclusion_for(
+        planned_run=plan.run, job_results=job_results, tests_failed=counts.failed
+    )
+    run = runner_env.workflow_run(job_name)
+    started_at = _started_at(_state_file(state_file, run.job_name))
+    body = build_callback_body(
+        _client_payload(plan, event),
+        run,
+        status="completed",
+        started_at=started_at,
+        completed_at=datetime.now(UTC),
+        conclusion=final,
+        test_results=counts.as_test_results() if plan.run else None,
+        artifact_url=artifact_url,
+    )
+    runner_env.write_outputs(
+        {"conclusion": final, "test_results": json.dumps(counts.as_test_results())}
+    )
+    click.echo(f"conclusion {final}: {counts.as_test_results()}", err=True)
+    _send(body, callback_url, audience)
+
+
+def _counts(junit_dir: Path | None) -> TestCounts:
+    if junit_dir is None or not junit_dir.exists():
+        return TestCounts()
+    files = sorted(junit_dir.rglob("*.xml"))
+    try:
+        return aggregate((str(path), path.read_text()) for path in files)
+    except BadJUnit as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _job_results(needs_json: str) -> dict[str, str]:
+    try:
+        needs = json.loads(needs_json or "{}")
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"--needs: not valid JSON ({exc})") from exc
+    if not isinstance(needs, dict):
+        raise click.ClickException("--needs: expected toJson(needs), an object")
+    return {
+        job: str(info.get("result", "")) for job, info in needs.items() if isinstance(info, dict)
+    }
+
+
+def _started_at(state_file: Path) -> datetime:
+    try:
+        return datetime.fromtimestamp(float(json.loads(state_file.read_text())["started_at"]), UTC)
+    except (OSError, ValueError, KeyError):
+        return datetime.now(UTC)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(ci_group)

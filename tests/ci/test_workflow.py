@@ -1,0 +1,91 @@
+"""upstream-dispatch.yml wires `spyre-ci ci` commands together and nothing else."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+
+from spyre_ci.ci.cli import ci_group
+
+WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "upstream-dispatch.yml"
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(WORKFLOW.read_text())
+    return data
+
+
+def _runs(workflow: dict[str, Any]) -> list[str]:
+    return [
+        step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step
+    ]
+
+
+def test_triggers(workflow: dict[str, Any]) -> None:
+    on = workflow[True]  # YAML 1.1 reads the key `on` as a boolean
+    assert on["repository_dispatch"]["types"] == ["pull_request", "push"]
+    assert set(on["workflow_dispatch"]["inputs"]) == {"pytorch_ref", "tier"}
+    assert on["workflow_dispatch"]["inputs"]["tier"]["options"] == ["selected", "full"]
+    assert on["schedule"][0]["cron"]
+
+
+def test_superseded_pr_runs_are_cancelled_per_upstream_pr(workflow: dict[str, Any]) -> None:
+    concurrency = workflow["concurrency"]
+    assert "client_payload.payload.pull_request.number" in concurrency["group"]
+    assert "github.run_id" in concurrency["group"]  # everything else: a group of its own
+    assert concurrency["cancel-in-progress"] is True
+
+
+def test_only_the_report_job_can_mint_an_oidc_token_and_no_secret_is_used(
+    workflow: dict[str, Any],
+) -> None:
+    assert workflow["permissions"] == {"contents": "read"}
+    jobs = workflow["jobs"]
+    assert jobs["report"]["permissions"]["id-token"] == "write"
+    assert all("permissions" not in jobs[name] for name in ("select", "test"))
+    assert "secrets." not in WORKFLOW.read_text()
+
+
+def test_report_job_calls_back_in_progress_then_completed_and_always_runs(
+    workflow: dict[str, Any],
+) -> None:
+    report = workflow["jobs"]["report"]
+    assert report["needs"] == ["select", "test"]
+    assert report["if"] == "always()"
+    runs = [step.get("run", "") for step in report["steps"]]
+    started = next(i for i, run in enumerate(runs) if "ci callback --status in_progress" in run)
+    completed = next(i for i, run in enumerate(runs) if "ci report" in run)
+    assert started < completed
+
+
+def test_jobs_select_then_test_over_the_shard_matrix(workflow: dict[str, Any]) -> None:
+    jobs = workflow["jobs"]
+    assert jobs["test"]["needs"] == "select"
+    assert jobs["test"]["strategy"]["matrix"] == "${{ fromJSON(needs.select.outputs.matrix) }}"
+    assert jobs["test"]["strategy"]["fail-fast"] is False
+    assert "steps.plan.outputs.run == 'true'" in str(jobs["select"]["steps"])
+
+
+def test_every_run_step_is_a_spyre_ci_command_or_pip(workflow: dict[str, Any]) -> None:
+    for run in _runs(workflow):
+        assert re.match(r"^(spyre-ci ci |pip install )", run.strip()), run
+        assert "\n" not in run.strip(), f"logic belongs in spyre-ci ci, not in the YAML: {run}"
+
+
+def test_every_command_and_option_the_workflow_uses_exists(workflow: dict[str, Any]) -> None:
+    for run in _runs(workflow):
+        words = shlex.split(run)
+        if words[:2] != ["spyre-ci", "ci"]:
+            continue
+        command = ci_group.commands.get(words[2])
+        assert isinstance(command, click.Command), f"no `spyre-ci ci {words[2]}`"
+        known = {opt for param in command.params for opt in getattr(param, "opts", [])}
+        used = {word for word in words[3:] if word.startswith("--")}
+        assert used <= known, f"`spyre-ci ci {words[2]}` has no {sorted(used - known)}"

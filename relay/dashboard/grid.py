@@ -1,0 +1,151 @@
+"""Page models of one backend (the grid) and of one upstream change (PR or commit)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from relay.dashboard import queries
+from relay.dashboard.presentation import EVENT_FILTERS
+from relay.dashboard.views import (
+    backend_summary,
+    change_url,
+    job_cell,
+    latest_attempts,
+    readiness_for,
+    selection_for,
+)
+from relay.store.base import Row, Tx
+
+GRID_ROWS = 40
+GRID_COLUMNS = 14
+
+
+def backend_page(
+    tx: Tx, repo: str, now: float, event: str | None, conclusion: str | None
+) -> dict[str, Any]:
+    level = queries.current_levels(tx).get(repo)
+    event_types = EVENT_FILTERS.get(event or "", ())
+    events = _grid_events(tx, repo, event_types, conclusion)
+    runs = latest_attempts(queries.job_runs_for(tx, repo, [e["delivery_id"] for e in events]))
+    columns = _columns(runs)
+    by_cell = {(r["delivery_id"], _column(r)): job_cell(r) for r in runs}
+    rows = [
+        {
+            "delivery_id": e["delivery_id"],
+            "event_type": e["event_type"],
+            "pr_number": e["pr_number"],
+            "head_sha": e["head_sha"],
+            "at": e["at"],
+            "change_url": change_url(e["event_type"], e["pr_number"], e["head_sha"]),
+            "cells": [by_cell.get((e["delivery_id"], c)) for c in columns],
+        }
+        for e in events
+    ]
+    return {
+        "now": now,
+        "repo": repo,
+        "known": level is not None or bool(rows) or _has_jobs(tx, repo),
+        "filters": {"event": event, "conclusion": conclusion},
+        "summary": backend_summary(tx, repo, level, now),
+        "readiness": readiness_for(tx, repo, level, now),
+        "columns": columns,
+        "rows": rows,
+    }
+
+
+def _has_jobs(tx: Tx, repo: str) -> bool:
+    return tx.fetchone("SELECT 1 AS x FROM job_runs WHERE repo = ? LIMIT 1", (repo,)) is not None
+
+
+def _grid_events(
+    tx: Tx, repo: str, event_types: tuple[str, ...], conclusion: str | None
+) -> list[Row]:
+    """Newest events first: dispatched ones, plus nightly/periodic runs (never dispatched)."""
+    if conclusion:
+        return queries.recent_undispatched_events(tx, repo, event_types, conclusion, GRID_ROWS)
+    events = []
+    if not event_types or set(event_types) - {"nightly", "periodic"}:
+        events = queries.recent_dispatches(tx, repo, event_types, GRID_ROWS)
+    scheduled = [t for t in event_types or ("nightly", "periodic") if t in ("nightly", "periodic")]
+    if scheduled:
+        events += queries.recent_undispatched_events(tx, repo, scheduled, None, GRID_ROWS)
+    unique = {e["delivery_id"]: e for e in sorted(events, key=lambda e: e["at"] or 0)}
+    return sorted(unique.values(), key=lambda e: e["at"] or 0, reverse=True)[:GRID_ROWS]
+
+
+def _column(row: Row) -> str:
+    workflow = row["workflow_name"]
+    return f"{workflow} / {row['job_name']}" if workflow else str(row["job_name"])
+
+
+def _columns(runs: list[Row]) -> list[str]:
+    """The most frequent jobs, alphabetically, so that columns stay stable between loads."""
+    counts = Counter(_column(r) for r in runs)
+    return sorted(name for name, _ in counts.most_common(GRID_COLUMNS))
+
+
+def change_page(tx: Tx, now: float, *, pr: int | None = None, sha: str | None = None) -> dict:
+    if pr is not None:
+        runs = queries.job_runs_for_pr(tx, pr)
+        dispatched = queries.dispatches_for_pr(tx, pr)
+    else:
+        assert sha is not None
+        runs = queries.job_runs_for_sha(tx, sha)
+        dispatched = queries.dispatches_for_sha(tx, sha)
+    runs = latest_attempts(runs)
+    all_shas = _newest_first_shas(runs)
+    if pr is not None and all_shas:
+        # A PR page shows its newest head commit; earlier ones are linked, not repeated.
+        runs = [r for r in runs if r["head_sha"] == all_shas[0]]
+    levels = queries.current_levels(tx)
+    selections = selection_for(tx, [r["selection_id"] for r in runs if r["selection_id"]])
+    backends: dict[str, dict[str, Any]] = {}
+    newest_sha = all_shas[0] if pr is not None and all_shas else None
+    for d in dispatched:  # newest first
+        if newest_sha and d["head_sha"] not in (newest_sha, None):
+            continue
+        entry = _backend(backends, d["repo"], levels)
+        entry["dispatched_at"] = entry["dispatched_at"] or d["dispatched_at"]
+    for r in sorted(runs, key=lambda r: (str(r["job_name"]), -float(r["updated_at"] or 0))):
+        cell = job_cell(r)
+        cell["head_sha"] = r["head_sha"]
+        cell["event_type"] = r["event_type"]
+        cell["selection"] = selections.get(r["selection_id"] or "")
+        _backend(backends, r["repo"], levels)["jobs"].append(cell)
+    return {
+        "now": now,
+        "kind": "pr" if pr is not None else "commit",
+        "pr_number": pr,
+        "sha": sha,
+        "head_sha": all_shas[0] if all_shas else None,
+        "earlier_shas": all_shas[1:],
+        "backends": [backends[k] for k in sorted(backends, key=lambda k: _level_rank(backends[k]))],
+    }
+
+
+def _newest_first_shas(runs: list[Row]) -> list[str]:
+    newest: dict[str, float] = {}
+    for r in runs:
+        if r["head_sha"]:
+            at = float(r["dispatched_at"] or r["updated_at"] or 0)
+            newest[r["head_sha"]] = max(newest.get(r["head_sha"], 0.0), at)
+    return sorted(newest, key=lambda sha: newest[sha], reverse=True)
+
+
+def _backend(acc: dict[str, dict[str, Any]], repo: str, levels: dict) -> dict[str, Any]:
+    if repo not in acc:
+        level = levels.get(repo)
+        acc[repo] = {
+            "repo": repo,
+            "level": level[0] if level else None,
+            "dispatched_at": None,
+            "jobs": [],
+        }
+    return acc[repo]
+
+
+def _level_rank(backend: dict[str, Any]) -> tuple[str, str]:
+    # L4 first; unlisted last.
+    level = backend["level"] or "L0"
+    return (chr(ord("9") - int(level[1])), backend["repo"])

@@ -1,0 +1,247 @@
+"""The dashboard's reads from the relay store (thin: SQL in, plain rows out).
+
+Every query is written for both SQLite and PostgreSQL (`?` placeholders, the
+store rewrites them) and is backed by an index from migration 080 or the
+contract's own; `bench/bench_dashboard.py` prints their query plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from relay.dashboard.stats import NON_DECISIVE
+from relay.store.base import Row, Tx
+
+LONG_JOB_SECONDS = 3 * 3600
+_NON_DECISIVE_SQL = ", ".join(f"'{c}'" for c in sorted(NON_DECISIVE))
+
+
+def backend_repos(tx: Tx) -> list[str]:
+    """Every downstream repository with a level or a job: an index skip-scan over job_runs."""
+    rows = tx.fetchall(
+        "WITH RECURSIVE seen(repo) AS ("
+        " SELECT MIN(repo) FROM job_runs"
+        " UNION ALL"
+        " SELECT (SELECT MIN(j.repo) FROM job_runs j WHERE j.repo > seen.repo)"
+        " FROM seen WHERE seen.repo IS NOT NULL)"
+        " SELECT repo FROM seen WHERE repo IS NOT NULL"
+        " UNION SELECT repo FROM repo_levels"
+    )
+    return sorted({str(r["repo"]) for r in rows})
+
+
+def current_levels(tx: Tx) -> dict[str, tuple[str, float]]:
+    """repo -> (level, since) of its newest allowlist entry, and since when it holds it.
+
+    `since` is the start of the current uninterrupted stint at that level, so a
+    backend that went L2 → L1 → L2 counts its time at L2 from the second start.
+    """
+    history: dict[str, list[tuple[float, str]]] = {}
+    for row in tx.fetchall("SELECT repo, since, level FROM repo_levels ORDER BY repo, since"):
+        history.setdefault(row["repo"], []).append((float(row["since"]), str(row["level"])))
+    result: dict[str, tuple[str, float]] = {}
+    for repo, entries in history.items():
+        level, since = entries[-1][1], entries[-1][0]
+        for at, lvl in reversed(entries):
+            if lvl != level:
+                break
+            since = at
+        result[repo] = (level, since)
+    return result
+
+
+def conclusion_counts(tx: Tx, repo: str, since: float, recent: float) -> dict[str, tuple[int, int]]:
+    """conclusion -> (jobs completed since `since`, of which since `recent`)."""
+    rows = tx.fetchall(
+        "SELECT conclusion, COUNT(*) AS n,"
+        " SUM(CASE WHEN completed_at >= ? THEN 1 ELSE 0 END) AS recent"
+        " FROM job_runs WHERE repo = ? AND completed_at >= ? GROUP BY conclusion",
+        (recent, repo, since),
+    )
+    return {str(r["conclusion"]): (int(r["n"]), int(r["recent"] or 0)) for r in rows}
+
+
+def median_of(tx: Tx, repo: str, since: float, expression: str) -> float | None:
+    """Median of `expression` (a column expression of ours, never user input) since `since`."""
+    where = f"repo = ? AND completed_at >= ? AND ({expression}) IS NOT NULL"
+    count = int(tx.scalar(f"SELECT COUNT(*) FROM job_runs WHERE {where}", (repo, since)) or 0)
+    if count == 0:
+        return None
+    rows = tx.fetchall(
+        f"SELECT ({expression}) AS v FROM job_runs WHERE {where} ORDER BY v LIMIT ? OFFSET ?",
+        (repo, since, 2 - count % 2, (count - 1) // 2),
+    )
+    values = [float(r["v"]) for r in rows]
+    return sum(values) / len(values)
+
+
+def window_figures(tx: Tx, repo: str, since: float) -> Row:
+    """The aggregates the L3 criteria are judged on, for one backend since `since`."""
+    row = tx.fetchone(
+        "SELECT COUNT(*) AS jobs,"
+        " SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS passed,"
+        f" SUM(CASE WHEN conclusion IN ({_NON_DECISIVE_SQL}) THEN 0 ELSE 1 END) AS decisive,"
+        " SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END) AS timed_out,"
+        " AVG(queue_time) AS avg_queue,"
+        " SUM(CASE WHEN queue_time + execution_time > ? THEN 1 ELSE 0 END) AS long_jobs,"
+        " SUM(CASE WHEN queue_time + execution_time IS NOT NULL THEN 1 ELSE 0 END) AS timed"
+        " FROM job_runs WHERE repo = ? AND completed_at >= ?",
+        (LONG_JOB_SECONDS, repo, since),
+    )
+    assert row is not None  # an aggregate always yields one row
+    return row
+
+
+def last_result(tx: Tx, repo: str) -> Row | None:
+    return tx.fetchone(
+        "SELECT conclusion, completed_at, job_name, workflow_name, head_sha, pr_number,"
+        " event_type FROM job_runs WHERE repo = ? AND completed_at IS NOT NULL"
+        " ORDER BY completed_at DESC LIMIT 1",
+        (repo,),
+    )
+
+
+def relay_health(tx: Tx) -> Row:
+    backlog = tx.fetchone(
+        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox"
+        " WHERE state = 'pending' AND kind = 'dispatch'"
+    )
+    pending = tx.fetchone(
+        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending'"
+    )
+    return {
+        "dispatch_backlog": int((backlog or {}).get("n") or 0),
+        "oldest_dispatch_at": (backlog or {}).get("oldest"),
+        "pending_jobs": int((pending or {}).get("n") or 0),
+        "oldest_job_at": (pending or {}).get("oldest"),
+        "dead_letters": int(tx.scalar("SELECT COUNT(*) FROM dead_letters") or 0),
+        "last_webhook_at": tx.scalar("SELECT MAX(received_at) FROM deliveries"),
+        "oldest_running_since": tx.scalar(
+            "SELECT MIN(in_progress_received_at) FROM job_runs WHERE status = 'in_progress'"
+        ),
+    }
+
+
+def daily_figures(tx: Tx, repo: str, start: int) -> list[Row]:
+    """Per day since `start` (unix seconds, whole): pass counts and mean queue/run time."""
+    return tx.fetchall(
+        "SELECT (CAST(completed_at AS BIGINT) - ?) / 86400 AS day,"
+        " SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS passed,"
+        f" SUM(CASE WHEN conclusion IN ({_NON_DECISIVE_SQL}) THEN 0 ELSE 1 END) AS decisive,"
+        " AVG(queue_time) AS queue_time, AVG(execution_time) AS execution_time"
+        " FROM job_runs WHERE repo = ? AND completed_at >= ?"
+        " GROUP BY (CAST(completed_at AS BIGINT) - ?) / 86400 ORDER BY day",
+        (start, repo, start, start),
+    )
+
+
+# --- one backend's grid -------------------------------------------------------------
+
+GRID_COLUMNS = (
+    "delivery_id, repo, run_id, run_attempt, job_name, workflow_name, event_type, pr_number,"
+    " head_sha, status, conclusion, url, artifact_url, started_at, completed_at, dispatched_at,"
+    " queue_time, execution_time, tests_passed, tests_failed, tests_skipped, tests_total,"
+    " selection_id, updated_at"
+)
+
+
+def recent_dispatches(tx: Tx, repo: str, event_types: Sequence[str], limit: int) -> list[Row]:
+    """The newest upstream events dispatched to `repo` (rows of the grid)."""
+    sql = (
+        "SELECT delivery_id, event_type, pr_number, head_sha, dispatched_at AS at"
+        " FROM dispatches WHERE repo = ?"
+    )
+    params: list[Any] = [repo]
+    if event_types:
+        sql += f" AND event_type IN ({', '.join('?' for _ in event_types)})"
+        params.extend(event_types)
+    sql += " ORDER BY dispatched_at DESC LIMIT ?"
+    return tx.fetchall(sql, (*params, limit))
+
+
+def recent_undispatched_events(
+    tx: Tx, repo: str, event_types: Sequence[str], conclusion: str | None, limit: int
+) -> list[Row]:
+    """Newest events known from job_runs alone: nightly/periodic runs (no dispatch record),
+    or, with a conclusion filter, the events that have a job with that conclusion."""
+    sql = (
+        "SELECT delivery_id, MAX(event_type) AS event_type, MAX(pr_number) AS pr_number,"
+        " MAX(head_sha) AS head_sha, MAX(updated_at) AS at FROM job_runs WHERE repo = ?"
+    )
+    params: list[Any] = [repo]
+    if conclusion:
+        sql += " AND conclusion = ?"
+        params.append(conclusion)
+    if event_types:
+        sql += f" AND event_type IN ({', '.join('?' for _ in event_types)})"
+        params.extend(event_types)
+    sql += " GROUP BY delivery_id ORDER BY at DESC LIMIT ?"
+    return tx.fetchall(sql, (*params, limit))
+
+
+def job_runs_for(tx: Tx, repo: str, delivery_ids: Sequence[str]) -> list[Row]:
+    if not delivery_ids:
+        return []
+    marks = ", ".join("?" for _ in delivery_ids)
+    return tx.fetchall(
+        f"SELECT {GRID_COLUMNS} FROM job_runs WHERE delivery_id IN ({marks}) AND repo = ?"
+        " ORDER BY job_name, run_attempt",
+        (*delivery_ids, repo),
+    )
+
+
+# --- one upstream change ------------------------------------------------------------
+
+
+def job_runs_for_pr(tx: Tx, number: int) -> list[Row]:
+    return tx.fetchall(
+        f"SELECT {GRID_COLUMNS} FROM job_runs WHERE pr_number = ? ORDER BY repo, updated_at DESC",
+        (number,),
+    )
+
+
+def job_runs_for_sha(tx: Tx, sha_prefix: str) -> list[Row]:
+    # A range instead of LIKE so that both dialects use the head_sha index.
+    return tx.fetchall(
+        f"SELECT {GRID_COLUMNS} FROM job_runs WHERE head_sha >= ? AND head_sha < ?"
+        " ORDER BY repo, updated_at DESC",
+        (sha_prefix, sha_prefix + "g"),
+    )
+
+
+def dispatches_for_pr(tx: Tx, number: int) -> list[Row]:
+    return tx.fetchall(
+        "SELECT delivery_id, repo, level, event_type, pr_number, head_sha, dispatched_at"
+        " FROM dispatches WHERE pr_number = ? ORDER BY dispatched_at DESC",
+        (number,),
+    )
+
+
+def dispatches_for_sha(tx: Tx, sha_prefix: str) -> list[Row]:
+    return tx.fetchall(
+        "SELECT delivery_id, repo, level, event_type, pr_number, head_sha, dispatched_at"
+        " FROM dispatches WHERE head_sha >= ? AND head_sha < ? ORDER BY dispatched_at DESC",
+        (sha_prefix, sha_prefix + "g"),
+    )
+
+
+def selection_summaries(tx: Tx, selection_ids: Sequence[str]) -> dict[str, Row]:
+    if not selection_ids:
+        return {}
+    marks = ", ".join("?" for _ in selection_ids)
+    rows = tx.fetchall(
+        "SELECT selection_id, summary, repo, delivery_id, created_at,"
+        " CASE WHEN html IS NULL THEN 0 ELSE 1 END AS has_html"
+        f" FROM selection_reports WHERE selection_id IN ({marks})",
+        tuple(selection_ids),
+    )
+    return {str(r["selection_id"]): r for r in rows}
+
+
+def selection_report(tx: Tx, selection_id: str) -> Row | None:
+    return tx.fetchone(
+        "SELECT selection_id, summary, html, repo, delivery_id, created_at"
+        " FROM selection_reports WHERE selection_id = ?",
+        (selection_id,),
+    )

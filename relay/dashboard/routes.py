@@ -1,0 +1,219 @@
+"""HTTP shell of the dashboard: an APIRouter with an HTML page and a JSON twin per view.
+
+    app.include_router(dashboard_router(store))
+
+HTML under `/crcr…` and `/selection/{id}`; the same data as JSON under
+`/api/crcr…` and `/api/selection/{id}`. Handlers are sync (FastAPI runs them
+in its thread pool) and only open a read transaction, call a page builder and
+render it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from importlib import resources
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from relay.clock import SYSTEM_CLOCK, Clock
+from relay.dashboard import grid, metrics, views
+from relay.dashboard.metrics_charts import charts_for
+from relay.dashboard.presentation import CONCLUSIONS
+from relay.dashboard.render import render
+from relay.dashboard.responses import SECURITY_HEADERS, error_page
+from relay.dashboard.selection_view import selection_response
+from relay.store.base import Store, Tx
+
+_STATIC = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
+_NAME = r"^[A-Za-z0-9_.-]{1,100}$"
+_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+
+EventFilter = Literal["pr", "push", "nightly"]
+ConclusionFilter = Literal[CONCLUSIONS]  # type: ignore[valid-type]
+
+
+def dashboard_router(
+    store: Store, clock: Clock = SYSTEM_CLOCK, refresh_seconds: int = 30
+) -> APIRouter:
+    router = APIRouter(tags=["dashboard"])
+    pages = _Pages(store, clock, refresh_seconds)
+
+    @router.get("/crcr/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in _STATIC:
+            raise HTTPException(404, f"no static file {name!r}")
+        body = (resources.files("relay.dashboard") / "static" / name).read_bytes()
+        headers = {**SECURITY_HEADERS, "Cache-Control": "public, max-age=300"}
+        return Response(body, media_type=_STATIC[name], headers=headers)
+
+    @router.get("/crcr", response_class=HTMLResponse)
+    def overview_html() -> Response:
+        return pages.html("overview.html.j2", "overview", "/api/crcr", views.overview)
+
+    @router.get("/api/crcr")
+    def overview_json() -> Response:
+        return pages.json(views.overview)
+
+    @router.get("/crcr/metrics", response_class=HTMLResponse)
+    def metrics_html(days: Annotated[int, Query(ge=1, le=metrics.MAX_DAYS)] = 14) -> Response:
+        def build(tx: Tx, now: float) -> dict[str, Any]:
+            return metrics.metrics_page(tx, now, days)
+
+        return pages.html(
+            "metrics.html.j2", "metrics", f"/api/crcr/metrics?days={days}", build, charts_for
+        )
+
+    @router.get("/api/crcr/metrics")
+    def metrics_json(days: Annotated[int, Query(ge=1, le=metrics.MAX_DAYS)] = 14) -> Response:
+        return pages.json(lambda tx, now: metrics.metrics_page(tx, now, days))
+
+    @router.get("/crcr/readiness", response_class=HTMLResponse)
+    def readiness_html() -> Response:
+        return pages.html(
+            "readiness.html.j2", "readiness", "/api/crcr/readiness", views.readiness_table
+        )
+
+    @router.get("/api/crcr/readiness")
+    def readiness_json() -> Response:
+        return pages.json(views.readiness_table)
+
+    @router.get("/crcr/pr/{number}", response_class=HTMLResponse)
+    def pr_html(number: Annotated[int, Path(ge=1)]) -> Response:
+        return pages.html(
+            "change.html.j2",
+            "",
+            f"/api/crcr/pr/{number}",
+            lambda tx, now: grid.change_page(tx, now, pr=number),
+        )
+
+    @router.get("/api/crcr/pr/{number}")
+    def pr_json(number: Annotated[int, Path(ge=1)]) -> Response:
+        return pages.json(lambda tx, now: grid.change_page(tx, now, pr=number))
+
+    @router.get("/crcr/commit/{sha}", response_class=HTMLResponse)
+    def commit_html(sha: str) -> Response:
+        try:
+            sha = _checked_sha(sha)
+        except HTTPException as exc:
+            return error_page(400, "Not a commit", str(exc.detail), clock.now())
+        return pages.html(
+            "change.html.j2",
+            "",
+            f"/api/crcr/commit/{sha}",
+            lambda tx, now: grid.change_page(tx, now, sha=sha),
+        )
+
+    @router.get("/api/crcr/commit/{sha}")
+    def commit_json(sha: str) -> Response:
+        sha = _checked_sha(sha)
+        return pages.json(lambda tx, now: grid.change_page(tx, now, sha=sha))
+
+    @router.get("/crcr/{owner}/{repo}", response_class=HTMLResponse)
+    def backend_html(
+        owner: Annotated[str, Path(pattern=_NAME)],
+        repo: Annotated[str, Path(pattern=_NAME)],
+        event: Annotated[EventFilter | Literal[""] | None, Query()] = None,
+        conclusion: Annotated[ConclusionFilter | Literal[""] | None, Query()] = None,
+    ) -> Response:
+        build = _backend_builder(f"{owner}/{repo}", event, conclusion)
+        return pages.html(
+            "backend.html.j2", "", f"/api/crcr/{owner}/{repo}", build, not_found=_unknown_backend
+        )
+
+    @router.get("/api/crcr/{owner}/{repo}")
+    def backend_json(
+        owner: Annotated[str, Path(pattern=_NAME)],
+        repo: Annotated[str, Path(pattern=_NAME)],
+        event: Annotated[EventFilter | Literal[""] | None, Query()] = None,
+        conclusion: Annotated[ConclusionFilter | Literal[""] | None, Query()] = None,
+    ) -> Response:
+        build = _backend_builder(f"{owner}/{repo}", event, conclusion)
+        return pages.json(build, not_found=_unknown_backend)
+
+    @router.get("/selection/{selection_id:path}", response_class=HTMLResponse)
+    def selection_html(selection_id: str) -> Response:
+        return selection_response(store, clock.now(), selection_id, as_json=False)
+
+    @router.get("/api/selection/{selection_id:path}")
+    def selection_json(selection_id: str) -> Response:
+        return selection_response(store, clock.now(), selection_id, as_json=True)
+
+    return router
+
+
+Builder = Callable[[Tx, float], dict[str, Any]]
+
+
+def _never(page: dict[str, Any]) -> str | None:
+    return None
+
+
+class _Pages:
+    def __init__(self, store: Store, clock: Clock, refresh_seconds: int) -> None:
+        self.store = store
+        self.clock = clock
+        self.refresh_seconds = refresh_seconds
+
+    def _page(self, build: Builder, not_found: Callable[[dict[str, Any]], str | None]) -> Any:
+        with self.store.transaction(write=False) as tx:
+            page = build(tx, self.clock.now())
+        missing = not_found(page)
+        if missing:
+            raise HTTPException(404, missing)
+        return page
+
+    def json(
+        self, build: Builder, not_found: Callable[[dict[str, Any]], str | None] = _never
+    ) -> Response:
+        return JSONResponse(self._page(build, not_found), headers=SECURITY_HEADERS)
+
+    def html(
+        self,
+        template: str,
+        nav: str,
+        api_url: str,
+        build: Builder,
+        extra: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        not_found: Callable[[dict[str, Any]], str | None] = _never,
+    ) -> Response:
+        try:
+            page = self._page(build, not_found)
+        except HTTPException as exc:
+            return error_page(exc.status_code, "Not found", str(exc.detail), self.clock.now())
+        context = extra(page) if extra else {}
+        body = render(
+            template,
+            page,
+            nav=nav,
+            api_url=api_url,
+            refresh_seconds=self.refresh_seconds,
+            **context,
+        )
+        return HTMLResponse(body, headers=SECURITY_HEADERS)
+
+
+def _unknown_backend(page: dict[str, Any]) -> str | None:
+    if page["known"]:
+        return None
+    return (
+        f"No backend {page['repo']}: it is not in the allowlist and has reported no job. "
+        "Check the spelling, or add it to the allowlist."
+    )
+
+
+def _backend_builder(repo: str, event: str | None, conclusion: str | None) -> Builder:
+    def build(tx: Tx, now: float) -> dict[str, Any]:
+        return grid.backend_page(tx, repo, now, event or None, conclusion or None)
+
+    return build
+
+
+def _checked_sha(sha: str) -> str:
+    if not _SHA.match(sha):
+        raise HTTPException(
+            400, f"commit {sha!r}: expected 7 to 40 lowercase hexadecimal characters"
+        )
+    return sha

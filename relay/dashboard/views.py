@@ -1,0 +1,168 @@
+"""Page models: the data of each page, as JSON-ready dicts (used by HTML and API alike).
+
+Each function reads through `queries` inside one read transaction and applies
+the pure rules (`stats`, `readiness`, `safeurl`, `presentation`). Times are UTC
+unix seconds; templates turn them into text with relative ages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from relay.dashboard import queries, readiness
+from relay.dashboard.presentation import LEVEL_ORDER, job_state, look, selection_digest
+from relay.dashboard.safeurl import allowed_link
+from relay.dashboard.stats import DAY, pass_rate_from_counts
+from relay.store.base import Row, Tx
+
+SUMMARY_DAYS = 7
+
+
+def overview(tx: Tx, now: float) -> dict[str, Any]:
+    levels = queries.current_levels(tx)
+    backends = [backend_summary(tx, repo, levels.get(repo), now) for repo in _repos(tx)]
+    grouped = []
+    for level in (*LEVEL_ORDER, None):
+        members = [b for b in backends if b["level"] == level]
+        if members:
+            grouped.append({"level": level or "unlisted", "backends": members})
+    return {"now": now, "levels": grouped, "health": queries.relay_health(tx)}
+
+
+def _repos(tx: Tx) -> list[str]:
+    return queries.backend_repos(tx)
+
+
+def backend_summary(
+    tx: Tx, repo: str, level: tuple[str, float] | None, now: float
+) -> dict[str, Any]:
+    counts = queries.conclusion_counts(tx, repo, now - 14 * DAY, now - 7 * DAY)
+    week_ago = now - SUMMARY_DAYS * DAY
+    last = queries.last_result(tx, repo)
+    return {
+        "repo": repo,
+        "level": level[0] if level else None,
+        "level_since": level[1] if level else None,
+        "pass_7d": pass_rate_from_counts({c: n[1] for c, n in counts.items()}).as_dict(),
+        "pass_14d": pass_rate_from_counts({c: n[0] for c, n in counts.items()}).as_dict(),
+        "median_queue_7d": queries.median_of(tx, repo, week_ago, "queue_time"),
+        "median_execution_7d": queries.median_of(tx, repo, week_ago, "execution_time"),
+        "last": _last(last),
+    }
+
+
+def _last(row: Row | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {
+        "conclusion": row["conclusion"],
+        "completed_at": row["completed_at"],
+        "job": _job_key(row),
+        "event_type": row["event_type"],
+        "pr_number": row["pr_number"],
+        "head_sha": row["head_sha"],
+    }
+
+
+def readiness_for(tx: Tx, repo: str, level: tuple[str, float] | None, now: float) -> dict[str, Any]:
+    since = now - readiness.WINDOW_DAYS * DAY
+    row = queries.window_figures(tx, repo, since)
+    figures = readiness.WindowFigures(
+        jobs=int(row["jobs"] or 0),
+        passed=int(row["passed"] or 0),
+        decisive=int(row["decisive"] or 0),
+        timed_out=int(row["timed_out"] or 0),
+        avg_queue=row["avg_queue"],
+        p50_end_to_end=queries.median_of(tx, repo, since, "queue_time + execution_time"),
+        long_jobs=int(row["long_jobs"] or 0),
+        timed_jobs=int(row["timed"] or 0),
+    )
+    result = readiness.evaluate(
+        level[0] if level else None, level[1] if level else None, figures, now
+    )
+    return result.as_dict()
+
+
+def readiness_table(tx: Tx, now: float) -> dict[str, Any]:
+    levels = queries.current_levels(tx)
+    rows = [
+        {
+            "repo": repo,
+            "level": levels.get(repo, (None,))[0],
+            **readiness_for(tx, repo, levels.get(repo), now),
+        }
+        for repo in _repos(tx)
+    ]
+    return {"now": now, "window_days": readiness.WINDOW_DAYS, "backends": rows}
+
+
+def _job_key(row: Row) -> str:
+    workflow = row.get("workflow_name")
+    return f"{workflow} / {row['job_name']}" if workflow else str(row["job_name"])
+
+
+def job_cell(row: Row) -> dict[str, Any]:
+    """One job as shown in grids and change pages; only safe links survive."""
+    state = job_state(row["status"], row["conclusion"])
+    repo = str(row["repo"])
+    return {
+        "job": _job_key(row),
+        "job_name": row["job_name"],
+        "workflow_name": row["workflow_name"],
+        "run_id": row["run_id"],
+        "run_attempt": row["run_attempt"],
+        "state": state,
+        "state_label": look(state).label,
+        "status": row["status"],
+        "conclusion": row["conclusion"],
+        "queue_time": row["queue_time"],
+        "execution_time": row["execution_time"],
+        "started_at": row["started_at"],
+        "completed_at": row["completed_at"],
+        "url": allowed_link(row["url"], repo),
+        "artifact_url": allowed_link(row["artifact_url"], repo),
+        "tests": _tests(row),
+        "selection_id": row["selection_id"],
+    }
+
+
+def _tests(row: Row) -> dict[str, int] | None:
+    if row["tests_total"] is None:
+        return None
+    return {k: int(row[f"tests_{k}"] or 0) for k in ("passed", "failed", "skipped", "total")}
+
+
+def latest_attempts(rows: Sequence[Row]) -> list[Row]:
+    """Keep only the newest attempt of each (delivery, run, job): a re-run replaces it."""
+    newest: dict[tuple[Any, ...], Row] = {}
+    for row in rows:
+        key = (row["delivery_id"], row["repo"], row["workflow_name"], row["job_name"])
+        if key not in newest or _attempt_order(row) > _attempt_order(newest[key]):
+            newest[key] = row
+    return list(newest.values())
+
+
+def _attempt_order(row: Row) -> tuple[float, int]:
+    return (float(row["updated_at"] or 0), int(row["run_attempt"] or 0))
+
+
+def change_url(event_type: str | None, pr_number: int | None, head_sha: str | None) -> str | None:
+    if pr_number:
+        return f"/crcr/pr/{int(pr_number)}"
+    if head_sha:
+        return f"/crcr/commit/{head_sha}"
+    return None
+
+
+def selection_for(tx: Tx, selection_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    found = queries.selection_summaries(tx, sorted(set(selection_ids)))
+    return {
+        sid: {
+            "selection_id": sid,
+            "has_html": bool(row["has_html"]),
+            "created_at": row["created_at"],
+            **selection_digest(row["summary"]),
+        }
+        for sid, row in found.items()
+    }

@@ -17,6 +17,13 @@ from test_manifests.model import PATH_TOKENS, FileEntry, TestEntry
 DEVICE_SUFFIXES = ("cpu", "cuda", "privateuse1", "spyre", "meta", "mps", "xpu", "lazy")
 
 
+# Environment variables that give a path token its value when no option does.
+PATH_TOKENS_ENV: dict[str, tuple[str, ...]] = {
+    "${TORCH_ROOT}": ("SPYRE_CI_PYTORCH_SRC", "PYTORCH_ROOT"),
+    "${TORCH_DEVICE_ROOT}": ("TORCH_SPYRE_ROOT",),
+}
+
+
 @dataclass(frozen=True)
 class PathRoots:
     """Values of the path tokens; None when unknown (matching then uses relative paths)."""

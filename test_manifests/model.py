@@ -307,7 +307,7 @@ class Manifest(_Strict):
 
     test_suite_config: SuiteConfig
     _source: str = PrivateAttr(default="<memory>")
-    _positions: dict[Loc, tuple[int, int]] = PrivateAttr(default_factory=dict)
+    _positions: dict[Loc, SourcePosition] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _no_duplicate_files(self) -> Manifest:
@@ -328,14 +328,25 @@ class Manifest(_Strict):
 
     def attach_source(self, source: str | Path, positions: dict[Loc, tuple[int, int]]) -> None:
         self._source = str(source)
+        self._positions = {
+            loc: SourcePosition(file=self._source, line=line, column=column)
+            for loc, (line, column) in positions.items()
+        }
+
+    def attach_positions(self, source: str, positions: dict[Loc, SourcePosition]) -> None:
+        """For merged manifests: each field keeps the file and line it came from."""
+        self._source = source
         self._positions = dict(positions)
+
+    @property
+    def positions(self) -> dict[Loc, SourcePosition]:
+        return dict(self._positions)
 
     def position(self, loc: Loc) -> SourcePosition:
         """Position of `loc` (a path below `test_suite_config`), or of its nearest ancestor."""
         full: Loc = ("test_suite_config", *loc)
         while full:
             if full in self._positions:
-                line, column = self._positions[full]
-                return SourcePosition(file=self._source, line=line, column=column)
+                return self._positions[full]
             full = full[:-1]
         return SourcePosition(file=self._source, line=1)

@@ -1,0 +1,114 @@
+"""pytest plugin (entry point `pytest11`): runs upstream tests under a manifest.
+
+Inactive unless `--manifest` is given. When active it
+- loads the manifest(s) (errors name file, line and field; nothing runs),
+- makes the manifest-applying SpyreTestBase the only privateuse1 test base and restricts
+  device-generic tests to it (PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1),
+- instantiates for the device the classes upstream never instantiated for it,
+- deselects what the manifest does not run, adds marks/xfail, writes the marks into
+  JUnit XML (`user_properties`), filters by label, and fails a run that selects zero tests.
+Torch is imported only when the plugin is active.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from test_manifests.loader import ManifestError, ManifestIssue, load_manifests
+from test_manifests.matching import PATH_TOKENS_ENV, PathRoots, expand_path
+from test_manifests.merge import merge_manifests
+from test_manifests.model import Manifest
+
+PLUGIN_NAME = "spyre-manifest"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("spyre-manifest", "upstream test reuse through a YAML manifest")
+    group.addoption(
+        "--manifest",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="apply this test_suite_config manifest (repeatable; merged)",
+    )
+    group.addoption(
+        "--pytorch-src",
+        default=None,
+        metavar="DIR",
+        help="PyTorch source tree: the value of ${TORCH_ROOT} "
+        "(default: $SPYRE_CI_PYTORCH_SRC or $PYTORCH_ROOT)",
+    )
+    group.addoption(
+        "--device-src",
+        default=None,
+        metavar="DIR",
+        help="the backend's source tree: the value of ${TORCH_DEVICE_ROOT} "
+        "(default: $TORCH_SPYRE_ROOT)",
+    )
+    group.addoption(
+        "--manifest-label",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="run only tests carrying this label (repeatable)",
+    )
+
+
+def path_roots(config: pytest.Config) -> PathRoots:
+    torch_root = config.getoption("pytorch_src") or next(
+        (os.environ[k] for k in PATH_TOKENS_ENV["${TORCH_ROOT}"] if os.environ.get(k)), None
+    )
+    device_root = config.getoption("device_src") or next(
+        (os.environ[k] for k in PATH_TOKENS_ENV["${TORCH_DEVICE_ROOT}"] if os.environ.get(k)), None
+    )
+    return PathRoots(
+        torch_root=str(Path(torch_root).resolve()) if torch_root else None,
+        device_root=str(Path(device_root).resolve()) if device_root else None,
+    )
+
+
+def check_tokens(manifest: Manifest, roots: PathRoots) -> None:
+    """A path token with no value is an error naming the file and line."""
+    issues = []
+    for index, entry in enumerate(manifest.suite.files):
+        if expand_path(entry.path, roots) is None:
+            pos = manifest.position(("files", index, "path"))
+            token = next(t for t in PATH_TOKENS_ENV if t in entry.path)
+            hint = "--pytorch-src" if token == "${TORCH_ROOT}" else "--device-src"
+            issues.append(
+                ManifestIssue(
+                    pos.file,
+                    pos.line,
+                    pos.column,
+                    f"test_suite_config.files[{index}].path",
+                    f"path token {token} has no value: pass {hint} or set "
+                    f"{' or '.join(PATH_TOKENS_ENV[token])}",
+                )
+            )
+    if issues:
+        raise ManifestError(issues)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    paths = config.getoption("manifest", default=[])
+    if not paths:
+        return
+    try:
+        manifests = load_manifests(paths)
+        manifest = merge_manifests(manifests) if len(manifests) > 1 else manifests[0]
+        roots = path_roots(config)
+        check_tokens(manifest, roots)
+    except ManifestError as exc:
+        raise pytest.UsageError(f"invalid manifest:\n{exc}") from exc
+    from test_manifests.session import ManifestSession
+
+    config.pluginmanager.register(ManifestSession(config, manifest, roots), PLUGIN_NAME)
+
+
+def active_session(config: pytest.Config) -> Any:
+    return config.pluginmanager.get_plugin(PLUGIN_NAME)

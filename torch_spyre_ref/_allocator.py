@@ -1,0 +1,79 @@
+"""The device allocator: stick-padded, stick-aligned host buffers, with memory statistics.
+
+Each allocation is a ``bytearray`` subclass (weak-referenceable, buffer protocol) sized to the
+padded stick layout plus alignment slack. The CPU tensor made over it with ``torch.frombuffer``
+keeps the buffer alive; the spyre tensor keeps that CPU tensor alive through DLPack. When the
+last spyre tensor on the storage dies, the buffer is collected and ``__del__`` returns its bytes
+to the statistics.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from torch_spyre_ref._dlpack import adopt_as_spyre
+from torch_spyre_ref.stick import STICK_BYTES, padded_allocation_bytes
+
+
+@dataclass
+class MemoryStats:
+    allocated: int = 0
+    peak: int = 0
+    allocations: int = 0
+    frees: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, nbytes: int) -> None:
+        with self.lock:
+            self.allocated += nbytes
+            self.allocations += 1
+            self.peak = max(self.peak, self.allocated)
+
+    def remove(self, nbytes: int) -> None:
+        with self.lock:
+            self.allocated -= nbytes
+            self.frees += 1
+
+    def reset_peak(self) -> None:
+        with self.lock:
+            self.peak = self.allocated
+
+
+STATS = MemoryStats()
+
+
+class _DeviceBuffer(bytearray):
+    """Host memory standing in for one device allocation."""
+
+    accounted: int = 0
+
+    def __del__(self) -> None:
+        if self.accounted:
+            STATS.remove(self.accounted)
+
+
+def storage_bytes(size: Sequence[int], stride: Sequence[int], itemsize: int) -> int:
+    """Bytes a strided tensor reaches from its first element (0 for an empty tensor)."""
+    if any(s == 0 for s in size):
+        return 0
+    return (1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))) * itemsize
+
+
+def allocate(size: Sequence[int], stride: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """A new, zero-filled spyre tensor with the given geometry in a stick-padded allocation."""
+    itemsize = dtype.itemsize
+    needed = storage_bytes(size, stride, itemsize)
+    accounted = padded_allocation_bytes(size, itemsize, needed) if needed else 0
+    buffer = _DeviceBuffer(accounted + STICK_BYTES)
+    if accounted:
+        buffer.accounted = accounted
+        STATS.add(accounted)
+    base = torch.frombuffer(buffer, dtype=torch.uint8)
+    shift = -base.data_ptr() % STICK_BYTES  # align the first element on a stick boundary
+    elements = (len(buffer) - shift) // itemsize
+    flat = base[shift : shift + elements * itemsize].view(dtype)
+    return adopt_as_spyre(flat.as_strided(tuple(size), tuple(stride)))

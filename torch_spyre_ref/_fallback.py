@@ -1,0 +1,166 @@
+"""The boxed fallback: every ATen op without a spyre kernel runs its CPU kernel on CPU views.
+
+Spyre tensors own host memory, so a CPU view of each spyre argument is free (see ``_dlpack``).
+Results that alias an argument are mapped back to that argument; fresh results are copied into
+device allocations so that memory statistics and stick padding stay true.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torch_spyre_ref import _mode, _strict
+from torch_spyre_ref._allocator import allocate
+from torch_spyre_ref._dlpack import cpu_view
+from torch_spyre_ref._plans import Kind, OpPlan, plan_for
+
+DEVICE_TYPE = "spyre"
+CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_CPU = torch.device("cpu")
+_PLANS: dict[torch._ops.OpOverload, OpPlan] = {}
+
+
+class _Conversion:
+    """What converting one call's arguments saw: devices, for the mixing check."""
+
+    __slots__ = ("saw_cpu", "saw_spyre")
+
+    def __init__(self) -> None:
+        self.saw_spyre = False
+        self.saw_cpu = False
+
+    def value(self, x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            if x.device.type == DEVICE_TYPE:
+                self.saw_spyre = True
+                return cpu_view(x)
+            if x.dim() > 0 and x.device.type == "cpu":
+                self.saw_cpu = True
+            return x
+        if isinstance(x, (list, tuple)) and x and any(isinstance(e, torch.Tensor) for e in x):
+            return type(x)(self.value(e) for e in x)
+        if isinstance(x, torch.device) and x.type == DEVICE_TYPE:
+            return _CPU
+        return x
+
+
+def _plan(op: torch._ops.OpOverload) -> OpPlan:
+    plan = _PLANS.get(op)
+    if plan is None:
+        plan = _PLANS[op] = plan_for(op)
+    return plan
+
+
+def spyre_fallback(keyset: Any, op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
+    """The PrivateUse1 boxed fallback (registered with ``with_keyset=True``)."""
+    plan = _plan(op)
+    if plan.kind is Kind.METADATA:
+        return op.redispatch(CPU_KEYSET, *args, **kwargs)
+    return run_on_cpu(op, plan, args, kwargs)
+
+
+def run_on_cpu(
+    op: torch._ops.OpOverload, plan: OpPlan, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    conversion = _Conversion()
+    cpu_args = tuple(conversion.value(a) for a in args)
+    cpu_kwargs = {k: conversion.value(v) for k, v in kwargs.items()}
+    if conversion.saw_spyre and conversion.saw_cpu and not plan.cross_device:
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"spyre:0 and cpu! (when checking arguments for {plan.name})"
+        )
+    scratch = _out_scratch(plan, kwargs, cpu_kwargs)
+    if plan.generator_arg is not None and cpu_kwargs.get(plan.generator_arg) is None:
+        cpu_kwargs[plan.generator_arg] = _mode.generator()
+    if _mode.STATE.strict:
+        result = _strict.run(op, plan, cpu_args, cpu_kwargs)
+    else:
+        result = op(*cpu_args, **cpu_kwargs)
+    for original, cpu_out in scratch:
+        _copy_back(original, cpu_out)
+    return _wrap_results(plan, result, args, kwargs)
+
+
+def _out_scratch(
+    plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any]
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for name in plan.out_args:
+        value = kwargs.get(name)
+        outs = value if isinstance(value, (list, tuple)) else [value]
+        scratch: list[Any] = []
+        for out in outs:
+            if isinstance(out, torch.Tensor) and out.device.type == DEVICE_TYPE:
+                cpu_out = torch.empty_strided(out.shape, out.stride(), dtype=out.dtype)
+                pairs.append((out, cpu_out))
+                scratch.append(cpu_out)
+            else:
+                scratch.append(out)
+        cpu_kwargs[name] = type(value)(scratch) if isinstance(value, (list, tuple)) else scratch[0]
+    return pairs
+
+
+def _copy_back(original: torch.Tensor, cpu_out: torch.Tensor) -> None:
+    """Move an ``out=`` result (possibly resized by the kernel) into the device tensor."""
+    if cpu_out.shape != original.shape:
+        original.resize_(cpu_out.shape)
+    if cpu_out.stride() != original.stride() and cpu_out.numel() > 1:
+        original.as_strided_(cpu_out.shape, cpu_out.stride())
+    if cpu_out.numel():
+        cpu_view(original).copy_(cpu_out)
+
+
+def _argument(plan: OpPlan, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if name in kwargs:
+        return kwargs[name]
+    return args[plan.positions[name]]
+
+
+def _wrap_results(plan: OpPlan, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if len(plan.return_aliases) == 1:
+        return _wrap_one(plan, plan.return_aliases[0], result, args, kwargs)
+    if isinstance(result, tuple):
+        return tuple(
+            _wrap_one(plan, alias, r, args, kwargs)
+            for alias, r in zip(plan.return_aliases, result, strict=False)
+        )
+    return result
+
+
+def _wrap_one(
+    plan: OpPlan, alias: str | None, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    if alias is not None:
+        return _argument(plan, alias, args, kwargs)
+    if isinstance(result, torch.Tensor):
+        return to_device_copy(result)
+    if isinstance(result, list):
+        return [to_device_copy(r) if isinstance(r, torch.Tensor) else r for r in result]
+    return result
+
+
+def to_device_copy(cpu: torch.Tensor) -> torch.Tensor:
+    """A fresh device allocation holding ``cpu``'s values with its sizes and strides."""
+    if cpu.device.type == DEVICE_TYPE:
+        return cpu
+    stride = cpu.stride() if _non_overlapping_dense(cpu) else _contiguous_strides(cpu.shape)
+    out = allocate(cpu.shape, stride, cpu.dtype)
+    if cpu.numel():
+        cpu_view(out).copy_(cpu)
+    return out
+
+
+def _non_overlapping_dense(t: torch.Tensor) -> bool:
+    return t.is_contiguous() or bool(t.is_non_overlapping_and_dense())  # type: ignore[attr-defined]
+
+
+def _contiguous_strides(shape: torch.Size) -> tuple[int, ...]:
+    strides: list[int] = []
+    running = 1
+    for size in reversed(shape):
+        strides.append(running)
+        running *= max(size, 1)
+    return tuple(reversed(strides))

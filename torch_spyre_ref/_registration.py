@@ -1,0 +1,81 @@
+"""Make PrivateUse1 the ``spyre`` device: rename, hooks, guard, device module, kernels."""
+
+from __future__ import annotations
+
+import atexit
+from typing import Any
+
+import torch
+
+from torch_spyre_ref import _patches, device
+from torch_spyre_ref._fallback import spyre_fallback
+from torch_spyre_ref._kernels import SPYRE_KERNELS
+
+_LIBRARIES: list[torch.library.Library] = []  # registrations live as long as these objects
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks):
+    def is_available(self) -> bool:
+        return True
+
+    def has_primary_context(self, dev_id: int) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _Guard(torch._C._acc.DeviceGuard):
+    def type_(self) -> Any:
+        return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def _ops_preferring_cpu_kernels() -> list[str]:
+    """Ops with both a CPU kernel and a CompositeExplicitAutograd one: without an explicit spyre
+    registration the composite would run (with different float16 numerics than CPU)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return [
+        name
+        for name in torch._C._dispatch_get_all_op_names()
+        if name.startswith("aten::")
+        and has(name, "CPU")
+        and has(name, "CompositeExplicitAutograd")
+        and not has(name, "PrivateUse1")
+    ]
+
+
+def _resolve(qualified: str) -> torch._ops.OpOverload:
+    name, _, overload = qualified.removeprefix("aten::").partition(".")
+    packet = getattr(torch.ops.aten, name)
+    return getattr(packet, overload or "default")
+
+
+def register() -> None:
+    if torch._C._get_privateuse1_backend_name() == "spyre":
+        return
+    torch.utils.rename_privateuse1_backend("spyre")
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+    torch._register_device_module("spyre", device)
+    torch._C._acc.register_python_privateuseone_hook(_Hooks())
+    torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+
+    fallback = torch.library.Library("_", "IMPL")
+    fallback.fallback(spyre_fallback, "PrivateUse1", with_keyset=True)
+    kernels = torch.library.Library("aten", "IMPL")
+    for name, fn in SPYRE_KERNELS.items():
+        kernels.impl(name, fn, "PrivateUse1")
+    for qualified in _ops_preferring_cpu_kernels():
+        op = _resolve(qualified)
+        kernels.impl(qualified.removeprefix("aten::"), _bound_fallback(op), "PrivateUse1")
+    _LIBRARIES.extend([fallback, kernels])
+    _patches.install()
+    atexit.register(_patches.quiesce_at_exit)
+
+
+def _bound_fallback(op: torch._ops.OpOverload) -> Any:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return spyre_fallback(None, op, *args, **kwargs)
+
+    return kernel

@@ -1,0 +1,269 @@
+"""The ``torch.spyre`` module: device management, memory statistics, streams and events.
+
+The emulator has one device and executes every op synchronously on the host, so a stream is an
+ordered queue that is always drained and an event records the moment its stream reached it.
+That is a trivial but correct implementation of the ordering contract: work submitted before
+``Event.record`` has finished when the event is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from torch_spyre_ref import _mode
+from torch_spyre_ref._allocator import STATS
+from torch_spyre_ref.stick import STICK_BYTES
+
+CORES = 32
+SCRATCHPAD_BYTES_PER_CORE = 2 * 1024 * 1024
+TOTAL_MEMORY_BYTES = 128 * 1024**3
+_DEVICE_COUNT = 1
+_current_device = 0
+
+
+@dataclass(frozen=True)
+class SpyreDeviceProperties:
+    name: str
+    cores: int
+    scratchpad_bytes_per_core: int
+    stick_bytes: int
+    total_memory: int
+
+    @property
+    def scratchpad_bytes(self) -> int:
+        return self.cores * self.scratchpad_bytes_per_core
+
+
+def _index(device: Any = None) -> int:
+    if device is None:
+        return _current_device
+    if isinstance(device, int):
+        index = device
+    else:
+        parsed = torch.device(device)
+        if parsed.type != "spyre":
+            raise ValueError(f"expected a spyre device, got {parsed}")
+        index = _current_device if parsed.index is None else parsed.index
+    if not 0 <= index < _DEVICE_COUNT:
+        raise RuntimeError(f"invalid spyre device index {index}: device_count() is {_DEVICE_COUNT}")
+    return index
+
+
+def is_available() -> bool:
+    return True
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def _lazy_init() -> None:
+    return None
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return _DEVICE_COUNT
+
+
+def current_device() -> int:
+    return _current_device
+
+
+def set_device(device: Any) -> None:
+    global _current_device
+    _current_device = _index(device)
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait for all work on the device: the emulator runs synchronously, so only validate."""
+    _index(device)
+
+
+def get_device_properties(device: Any = None) -> SpyreDeviceProperties:
+    _index(device)
+    return SpyreDeviceProperties(
+        name="Spyre (CPU emulation)",
+        cores=CORES,
+        scratchpad_bytes_per_core=SCRATCHPAD_BYTES_PER_CORE,
+        stick_bytes=STICK_BYTES,
+        total_memory=TOTAL_MEMORY_BYTES,
+    )
+
+
+def get_device_name(device: Any = None) -> str:
+    return get_device_properties(device).name
+
+
+# --- memory: padded bytes of live device allocations --------------------------------------------
+
+
+def memory_allocated(device: Any = None) -> int:
+    _index(device)
+    return STATS.allocated
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    _index(device)
+    return STATS.peak
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    _index(device)
+    STATS.reset_peak()
+
+
+def memory_stats(device: Any = None) -> dict[str, int]:
+    _index(device)
+    return {
+        "allocated_bytes.all.current": STATS.allocated,
+        "allocated_bytes.all.peak": STATS.peak,
+        "allocation.all.allocated": STATS.allocations,
+        "allocation.all.freed": STATS.frees,
+    }
+
+
+# --- random numbers -----------------------------------------------------------------------------
+
+
+def manual_seed(seed: int) -> None:
+    _mode.generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    manual_seed(seed)
+
+
+def seed() -> None:
+    _mode.generator().seed()
+
+
+def seed_all() -> None:
+    seed()
+
+
+def initial_seed() -> int:
+    return _mode.generator().initial_seed()
+
+
+def get_rng_state(device: Any = None) -> torch.Tensor:
+    return _mode.generator().get_state()
+
+
+def set_rng_state(state: torch.Tensor, device: Any = None) -> None:
+    _mode.generator().set_state(state)
+
+
+# --- autocast -----------------------------------------------------------------------------------
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.float16, torch.bfloat16]
+
+
+# --- streams and events -------------------------------------------------------------------------
+
+
+class Event:
+    """Marks a point in a stream; records the host time at which the stream reached it."""
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.enable_timing = enable_timing
+        self._recorded_at: float | None = None
+
+    def record(self, stream: Stream | None = None) -> None:
+        (stream or current_stream()).synchronize()
+        self._recorded_at = time.perf_counter()
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        return None
+
+    def wait(self, stream: Stream | None = None) -> None:
+        (stream or current_stream()).wait_event(self)
+
+    def elapsed_time(self, end_event: Event) -> float:
+        """Milliseconds between this event and ``end_event``, like ``torch.cuda.Event``."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("elapsed_time needs both events created with enable_timing=True")
+        if self._recorded_at is None or end_event._recorded_at is None:
+            raise RuntimeError("elapsed_time needs both events to have been recorded")
+        return (end_event._recorded_at - self._recorded_at) * 1000.0
+
+
+class Stream:
+    """An in-order queue of device work (drained as soon as work is submitted)."""
+
+    def __init__(self, device: Any = None, priority: int = 0) -> None:
+        self.device_index = _index(device)
+        self.priority = priority
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("spyre", self.device_index)
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        return None
+
+    def wait_event(self, event: Event) -> None:
+        event.synchronize()
+
+    def wait_stream(self, stream: Stream) -> None:
+        stream.synchronize()
+
+    def record_event(self, event: Event | None = None) -> Event:
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+_default_stream = Stream(0)
+_current_stream = _default_stream
+
+
+def default_stream(device: Any = None) -> Stream:
+    _index(device)
+    return _default_stream
+
+
+def current_stream(device: Any = None) -> Stream:
+    _index(device)
+    return _current_stream
+
+
+@contextlib.contextmanager
+def stream(s: Stream | None) -> Iterator[None]:
+    global _current_stream
+    if s is None:
+        yield
+        return
+    previous, _current_stream = _current_stream, s
+    try:
+        yield
+    finally:
+        _current_stream = previous
+
+
+def set_stream(s: Stream) -> None:
+    global _current_stream
+    _current_stream = s

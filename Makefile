@@ -40,5 +40,11 @@ check: lint typecheck test ## lint, typecheck and test, as CI does
 bench: setup ## run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/run_all.py
 
+RELAY_CONFIG ?= $(if $(wildcard relay.yaml),relay.yaml,relay/example.yaml)
+RELAY_PORT   ?= 8080
+serve: setup ## run the relay (web + dispatch worker) on 127.0.0.1:$(RELAY_PORT) with $(RELAY_CONFIG)
+	mkdir -p .relay
+	$(BIN)/spyre-ci relay serve --with-worker --config $(RELAY_CONFIG) --port $(RELAY_PORT)
+
 clean: ## remove the virtual environment and caches (not ~/.cache/spyre-ci)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

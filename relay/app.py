@@ -1,0 +1,91 @@
+"""The relay's web application: `create_app(config) -> FastAPI`.
+
+Other parts of the relay add endpoints by appending to `ROUTER_FACTORIES` a
+"module:function" name; the function takes the `RelayState` and returns a
+FastAPI `APIRouter`. Factories are imported lazily when an app is created, so a
+module listed here is only imported by processes that serve HTTP.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.concurrency import run_in_threadpool
+
+from relay.clock import SYSTEM_CLOCK, Clock
+from relay.config import RelayConfig
+from relay.state import AllowlistProvider, RelayState, build_state
+from relay.store import Store, StoreUnavailable
+
+RouterFactory = Callable[[RelayState], APIRouter]
+
+ROUTER_FACTORIES: list[str] = [
+    "relay.app:ops_router",
+    "relay.webhook.endpoint:router",
+    # issue 7 adds e.g. "relay.callbacks.endpoint:router",
+    # issue 8 adds e.g. "relay.dashboard.app:router",
+]
+
+
+def ops_router(state: RelayState) -> APIRouter:
+    api = APIRouter()
+
+    @api.get("/healthz")
+    async def healthz() -> JSONResponse:
+        try:
+            await run_in_threadpool(state.store.ping)
+        except StoreUnavailable as exc:
+            return JSONResponse({"status": "unavailable", "store": str(exc)}, status_code=503)
+        return JSONResponse({"status": "ok", "store": state.store.dialect})
+
+    @api.get("/metrics")
+    async def metrics() -> Response:
+        body = await run_in_threadpool(generate_latest, state.metrics.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    return api
+
+
+def _load_factory(dotted: str) -> RouterFactory:
+    module_name, _, attr = dotted.partition(":")
+    factory: RouterFactory = getattr(importlib.import_module(module_name), attr)
+    return factory
+
+
+def create_app(
+    config: RelayConfig,
+    *,
+    state: RelayState | None = None,
+    store: Store | None = None,
+    allowlist: AllowlistProvider | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+    extra_routers: list[RouterFactory] | None = None,
+) -> FastAPI:
+    """Build the app; `app.state.relay` is the shared `RelayState`."""
+    if state is None:
+        state = build_state(config, store=store, allowlist=allowlist, clock=clock)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        state.close()
+
+    app = FastAPI(title="spyre-ci relay", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.relay = state
+    for factory in [*(_load_factory(d) for d in ROUTER_FACTORIES), *(extra_routers or [])]:
+        app.include_router(factory(state))
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for `uvicorn --factory relay.app:app_from_env` (config from SPYRE_RELAY_*)."""
+    from relay.config import load_config
+    from relay.logs import configure_logging
+
+    configure_logging()
+    return create_app(load_config())

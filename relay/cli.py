@@ -1,0 +1,253 @@
+"""`spyre-ci relay ...`: serve, worker, status, dead-letters, send-test-event."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+CONFIG_OPTION = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="relay YAML configuration (default: $SPYRE_RELAY_CONFIG; SPYRE_RELAY_* variables override)",
+)
+
+
+def _load(config_path: Path | None) -> Any:
+    from relay.config import ConfigError, load_config
+
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _state(config_path: Path | None) -> Any:
+    from relay.state import build_state
+    from relay.store import StoreError
+
+    config = _load(config_path)
+    try:
+        return build_state(config)
+    except StoreError as exc:
+        raise click.ClickException(f"relay store {config.store_url}: {exc}") from exc
+
+
+def _start_worker(state: Any) -> tuple[threading.Event, threading.Thread]:
+    from relay.worker import Worker
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=Worker(state).run, args=(stop,), name="relay-worker", daemon=True
+    )
+    thread.start()
+    return stop, thread
+
+
+@click.group("relay")
+def relay_group() -> None:
+    """The CRCR-compatible relay: webhook ingest, durable dispatch, callbacks."""
+
+
+@relay_group.command()
+@CONFIG_OPTION
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--with-worker", is_flag=True, help="also run the dispatch worker in this process")
+@click.option("--log-level", default="info", show_default=True)
+def serve(
+    config_path: Path | None, host: str, port: int, with_worker: bool, log_level: str
+) -> None:
+    """Serve POST /github/webhook, /healthz and /metrics (and the routes of other modules)."""
+    import uvicorn
+
+    from relay.app import create_app
+    from relay.logs import configure_logging
+
+    configure_logging(log_level)
+    state = _state(config_path)
+    app = create_app(state.config, state=state)
+    worker = _start_worker(state) if with_worker else None
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    if worker is not None:
+        worker[0].set()
+
+
+@relay_group.command()
+@CONFIG_OPTION
+@click.option("--log-level", default="info", show_default=True)
+@click.option(
+    "--metrics-port", type=int, default=None, help="serve this worker's /metrics on the port"
+)
+def worker(config_path: Path | None, log_level: str, metrics_port: int | None) -> None:
+    """Run the outbox worker: claim jobs, dispatch, retry, dead-letter, prune."""
+    from relay.logs import configure_logging
+    from relay.worker import Worker
+
+    configure_logging(log_level)
+    state = _state(config_path)
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, addr="127.0.0.1", registry=state.metrics.registry)
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    Worker(state).run(stop)
+
+
+@relay_group.command()
+@CONFIG_OPTION
+@click.option("--json", "as_json", is_flag=True, help="print machine-readable JSON")
+def status(config_path: Path | None, as_json: bool) -> None:
+    """Queue depths by kind, the oldest pending job, dead letters."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from relay.outbox import queue_stats
+
+    state = _state(config_path)
+    now = time.time()
+    stats = queue_stats(state.store, now=now)
+    age = None if stats.oldest_pending_at is None else round(now - stats.oldest_pending_at, 1)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "pending": stats.pending,
+                    "leased": stats.leased,
+                    "oldest_pending_age_seconds": age,
+                    "dead_letters": stats.dead_letters,
+                    "done": stats.done,
+                }
+            )
+        )
+        return
+    table = Table(title=f"relay queue ({state.store.dialect})")
+    for column in ("kind", "pending", "leased"):
+        table.add_column(column)
+    for kind in sorted(set(stats.pending) | set(stats.leased)):
+        table.add_row(kind, str(stats.pending.get(kind, 0)), str(stats.leased.get(kind, 0)))
+    console = Console()
+    console.print(table)
+    console.print(f"oldest pending job: {'none' if age is None else f'{age} s old'}")
+    console.print(f"dead letters: {stats.dead_letters}   done (retained): {stats.done}")
+
+
+@relay_group.command("dead-letters")
+@CONFIG_OPTION
+@click.option(
+    "--requeue", is_flag=True, help="move dead letters back to the outbox (all, or JOB_IDs)"
+)
+@click.argument("job_ids", nargs=-1)
+def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ...]) -> None:
+    """List the jobs that exhausted their attempts; --requeue sends them again."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from relay.outbox import list_dead_letters, requeue_dead_letters
+
+    state = _state(config_path)
+    if requeue:
+        moved = requeue_dead_letters(state.store, now=time.time(), job_ids=job_ids or None)
+        click.echo(f"requeued {moved} job(s)")
+        return
+    rows = list_dead_letters(state.store)
+    table = Table(title=f"dead letters ({len(rows)})")
+    for column in ("job_id", "kind", "target", "delivery_id", "attempts", "died", "last_error"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        died = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["died_at"]))
+        table.add_row(
+            r["job_id"],
+            r["kind"],
+            r["target"],
+            r["delivery_id"] or "",
+            str(r["attempts"]),
+            died,
+            (r["last_error"] or "")[:200],
+        )
+    Console(width=200).print(table)
+
+
+def _default_event(upstream: str) -> dict[str, Any]:
+    return {
+        "action": "opened",
+        "number": 1,
+        "pull_request": {
+            "number": 1,
+            "state": "open",
+            "title": "relay test event",
+            "head": {"sha": "0" * 40, "ref": "test"},
+            "base": {"sha": "1" * 40, "ref": "main"},
+            "labels": [],
+        },
+        "repository": {"full_name": upstream},
+    }
+
+
+@relay_group.command("send-test-event")
+@CONFIG_OPTION
+@click.option(
+    "--url", default="http://127.0.0.1:8080", show_default=True, help="the relay's base URL"
+)
+@click.option("--event", default="pull_request", show_default=True, help="X-GitHub-Event")
+@click.option(
+    "--payload",
+    "payload_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="webhook JSON (default: a minimal pull_request opened on the upstream repo)",
+)
+@click.option("--delivery-id", default=None, help="X-GitHub-Delivery (default: a new UUID)")
+def send_test_event(
+    config_path: Path | None,
+    url: str,
+    event: str,
+    payload_path: Path | None,
+    delivery_id: str | None,
+) -> None:
+    """Sign a webhook with the first configured secret and POST it to the relay."""
+    import httpx
+
+    from relay.webhook.signature import sign
+
+    config = _load(config_path)
+    body = (
+        payload_path.read_bytes()
+        if payload_path
+        else json.dumps(_default_event(config.upstream_repo)).encode()
+    )
+    delivery_id = delivery_id or str(uuid.uuid4())
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id,
+        "X-Hub-Signature-256": sign(body, config.secret_bytes()[0]),
+    }
+    try:
+        response = httpx.post(
+            url.rstrip("/") + "/github/webhook", content=body, headers=headers, timeout=10
+        )
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"cannot reach the relay at {url}: {exc}") from exc
+    click.echo(f"{response.status_code} {response.text}")
+    if response.status_code >= 400:
+        sys.exit(1)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(relay_group)

@@ -1,0 +1,177 @@
+"""The relay's configuration: a YAML file overlaid by environment variables.
+
+`load_config(path)` reads the YAML file (if any), applies `SPYRE_RELAY_*`
+variables (nested fields joined by `__`, e.g. `SPYRE_RELAY_GITHUB__TOKEN`,
+lists comma-separated, e.g. `SPYRE_RELAY_WEBHOOK_SECRETS=new,old`), validates,
+and raises `ConfigError` naming the file or variable and the field at fault.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+ENV_PREFIX = "SPYRE_RELAY_"
+CONFIG_PATH_VAR = "SPYRE_RELAY_CONFIG"
+MIN_RETENTION_DAYS = 3.0  # GitHub's redelivery window and CRCR's TTL
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the source and the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AllowlistConfig(_Model):
+    """Where the allowlist comes from: a file path or an http(s) URL."""
+
+    source: str = Field(description="path or URL of an allowlist.yml")
+    min_refresh_seconds: float = Field(default=60.0, ge=1.0)
+
+
+class GitHubConfig(_Model):
+    """How the relay authenticates to GitHub's API: a GitHub App, or a token."""
+
+    api_url: str = "https://api.github.com"
+    token: SecretStr | None = None
+    app_id: str | None = None
+    private_key: SecretStr | None = None
+    private_key_path: Path | None = None
+    timeout_seconds: float = Field(default=10.0, gt=0)
+    # GitHub's secondary limits: >= 1 s between content-creating requests, <= 80 per minute.
+    min_write_interval_seconds: float = Field(default=1.0, ge=0)
+    max_writes_per_minute: int = Field(default=80, ge=1)
+
+    @model_validator(mode="after")
+    def _one_auth(self) -> GitHubConfig:
+        has_app = self.app_id is not None
+        has_key = self.private_key is not None or self.private_key_path is not None
+        if has_app != has_key:
+            raise ValueError("a GitHub App needs both app_id and private_key (or private_key_path)")
+        if has_app and self.token is not None:
+            raise ValueError(
+                "configure either a GitHub App (app_id + private_key) or a token, not both"
+            )
+        return self
+
+    def private_key_pem(self) -> str | None:
+        if self.private_key is not None:
+            return self.private_key.get_secret_value()
+        if self.private_key_path is not None:
+            return self.private_key_path.read_text(encoding="utf-8")
+        return None
+
+
+class WorkerConfig(_Model):
+    concurrency: int = Field(default=4, ge=1, le=100)  # GitHub allows <= 100 concurrent requests
+    lease_seconds: float = Field(default=60.0, gt=0)
+    poll_interval_seconds: float = Field(default=0.5, gt=0)
+    max_attempts: int = Field(default=8, ge=1)
+    backoff_base_seconds: float = Field(default=2.0, gt=0)
+    backoff_max_seconds: float = Field(default=600.0, gt=0)
+    prune_interval_seconds: float = Field(default=3600.0, gt=0)
+
+
+class TargetConfig(_Model):
+    """A downstream target that is not (only) an allowlisted GitHub repository,
+    e.g. the built-in local target. `connection` names a registered dispatcher."""
+
+    name: str
+    connection: str
+    level: Literal["L1", "L2", "L3", "L4"] = "L2"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class RelayConfig(_Model):
+    upstream_repo: str = "pytorch/pytorch"
+    webhook_secrets: list[SecretStr] = Field(min_length=1)
+    store_url: str = "sqlite:///relay.db"
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    allowlist: AllowlistConfig | None = None
+    github: GitHubConfig = Field(default_factory=lambda: GitHubConfig())
+    worker: WorkerConfig = Field(default_factory=lambda: WorkerConfig())
+    targets: list[TargetConfig] = Field(default_factory=list)
+    retention_days: float = Field(default=MIN_RETENTION_DAYS, ge=MIN_RETENTION_DAYS)
+    max_body_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
+    public_url: str = "http://127.0.0.1:8080"
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="settings of modules added by other parts of the relay"
+    )
+
+    @model_validator(mode="after")
+    def _check_repo(self) -> RelayConfig:
+        if self.upstream_repo.count("/") != 1:
+            raise ValueError(f"upstream_repo {self.upstream_repo!r} must be owner/repo")
+        if any(not s.get_secret_value() for s in self.webhook_secrets):
+            raise ValueError("webhook_secrets must not contain an empty secret")
+        return self
+
+    def secret_bytes(self) -> list[bytes]:
+        return [s.get_secret_value().encode() for s in self.webhook_secrets]
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in environ.items():
+        if not key.startswith(ENV_PREFIX) or key == CONFIG_PATH_VAR:
+            continue
+        path = key[len(ENV_PREFIX) :].lower().split("__")
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        leaf = path[-1]
+        node[leaf] = (
+            [v.strip() for v in value.split(",") if v.strip()]
+            if leaf == "webhook_secrets"
+            else value
+        )
+    return out
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid relay configuration ({source}):"]
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        env = ENV_PREFIX + "__".join(str(p) for p in err["loc"] if isinstance(p, str)).upper()
+        lines.append(f"  {field}: {err['msg']} (YAML key {field!r} or variable {env})")
+    return "\n".join(lines)
+
+
+def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> RelayConfig:
+    environ = os.environ if environ is None else environ
+    if path is None and environ.get(CONFIG_PATH_VAR):
+        path = Path(environ[CONFIG_PATH_VAR])
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read relay configuration {path}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"relay configuration {path} is not valid YAML: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"relay configuration {path}: the top level must be a mapping")
+        data = loaded or {}
+    data = _merge(data, _env_overrides(environ))
+    source = f"{path} + environment" if path else "environment"
+    try:
+        return RelayConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from exc

@@ -1,0 +1,105 @@
+"""A small GitHub REST client: per-repository auth, paced writes, typed failures.
+
+Writes (POST/PATCH/PUT/DELETE) are paced to GitHub's secondary limits: at
+least `min_write_interval_seconds` between two writes and at most
+`max_writes_per_minute`, across all threads of the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+import httpx
+
+from relay.clock import SYSTEM_CLOCK, Clock
+from relay.config import GitHubConfig
+from relay.github.auth import AppAuth, Auth, StaticTokenAuth
+from relay.github.errors import (
+    BadCredentials,
+    GitHubPermanentError,
+    GitHubRetryableError,
+    interpret,
+)
+
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+
+
+class WritePacer:
+    def __init__(self, min_interval: float, per_minute: int, clock: Clock) -> None:
+        self._min_interval = min_interval
+        self._per_minute = per_minute
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._recent: deque[float] = deque()
+
+    def wait_turn(self) -> None:
+        with self._lock:
+            now = self._clock.now()
+            while self._recent and now - self._recent[0] >= 60.0:
+                self._recent.popleft()
+            wait = 0.0
+            if self._recent:
+                wait = self._min_interval - (now - self._recent[-1])
+            if len(self._recent) >= self._per_minute:
+                wait = max(wait, 60.0 - (now - self._recent[0]))
+            self._clock.sleep(max(0.0, wait))
+            self._recent.append(self._clock.now())
+
+
+class GitHubClient:
+    def __init__(
+        self, config: GitHubConfig, clock: Clock = SYSTEM_CLOCK, http: httpx.Client | None = None
+    ) -> None:
+        self.config = config
+        self.api_url = config.api_url.rstrip("/")
+        self._http = http or httpx.Client(timeout=config.timeout_seconds)
+        self._clock = clock
+        self.pacer = WritePacer(
+            config.min_write_interval_seconds, config.max_writes_per_minute, clock
+        )
+        self.auth = self._make_auth()
+
+    def _make_auth(self) -> Auth | None:
+        key = self.config.private_key_pem()
+        if self.config.app_id and key:
+            return AppAuth(self.config.app_id, key, self.api_url, self._http, self._clock)
+        if self.config.token is not None:
+            return StaticTokenAuth(self.config.token.get_secret_value())
+        return None
+
+    def request(self, method: str, path: str, *, repo: str, json: Any = None) -> httpx.Response:
+        """Send one request for `repo` (whose installation token is used); raise on failure."""
+        if self.auth is None:
+            raise GitHubPermanentError(
+                "no GitHub credentials configured (github.token or github.app_id)"
+            )
+        what = f"{method} {path}"
+        headers = {
+            "Authorization": f"Bearer {self.auth.token_for(repo)}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "spyre-ci-relay",
+        }
+        if method.upper() in WRITE_METHODS:
+            self.pacer.wait_turn()
+        try:
+            response = self._http.request(
+                method, f"{self.api_url}{path}", headers=headers, json=json
+            )
+        except httpx.TimeoutException as exc:
+            raise GitHubRetryableError(
+                f"{what}: timed out after {self.config.timeout_seconds} s"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise GitHubRetryableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        try:
+            interpret(response.status_code, response.headers, response.text, what)
+        except BadCredentials:
+            self.auth.forget(repo)
+            raise
+        return response
+
+    def close(self) -> None:
+        self._http.close()

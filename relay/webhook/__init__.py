@@ -1,0 +1,1 @@
+"""Webhook ingest: verify (signature.py), route (routing.py), store and enqueue (ingest.py)."""

@@ -1,0 +1,180 @@
+"""The outbox worker: claim jobs with a lease, run their handler, record the outcome.
+
+Handlers come from `HANDLER_FACTORIES` ("module:function" names; the function
+takes the `RelayState` and returns {kind: handler}). A handler gets a `Job`,
+does its I/O, and returns None or a function run inside the completion
+transaction (to record a result atomically with "done"). It raises
+`RetryableError` (retry with backoff, honouring headers) or `PermanentError`
+(dead letter); anything else is retried as well and logged with its traceback.
+Periodic tasks (`PERIODIC_TASKS`: name -> ("module:function", interval_seconds))
+run in the worker's main loop; retention pruning is one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+
+from relay.dispatch.policy import RetryPolicy, next_attempt_at
+from relay.jobs import PermanentError, RetryableError
+from relay.outbox import Job, claim, complete, dead_letter, prune, retry_later
+from relay.state import RelayState
+from relay.store import StoreUnavailable, Tx
+
+log = logging.getLogger("relay.worker")
+
+JobHandler = Callable[[Job], Callable[[Tx], None] | None]
+
+HANDLER_FACTORIES: list[str] = [
+    "relay.dispatch.handler:handlers",
+    # issue 7 adds e.g. "relay.callbacks.outbox:handlers" (kinds hud, check_run, rerun),
+]
+
+
+def prune_task(state: RelayState) -> None:
+    cutoff = state.clock.now() - state.config.retention_days * 86400
+    counts = prune(state.store, older_than=cutoff)
+    if any(counts.values()):
+        log.info("pruned rows older than %.1f days: %s", state.config.retention_days, counts)
+
+
+PERIODIC_TASKS: dict[str, tuple[str, float | None]] = {
+    # interval None = the worker config's prune_interval_seconds
+    "prune": ("relay.worker:prune_task", None),
+}
+
+
+def load_handlers(state: RelayState) -> dict[str, JobHandler]:
+    handlers: dict[str, JobHandler] = {}
+    for dotted in HANDLER_FACTORIES:
+        module_name, _, attr = dotted.partition(":")
+        handlers.update(getattr(importlib.import_module(module_name), attr)(state))
+    return handlers
+
+
+class Worker:
+    def __init__(
+        self,
+        state: RelayState,
+        *,
+        handlers: dict[str, JobHandler] | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.state = state
+        self.handlers = handlers if handlers is not None else load_handlers(state)
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        cfg = state.config.worker
+        self.policy = RetryPolicy(
+            cfg.max_attempts, cfg.backoff_base_seconds, cfg.backoff_max_seconds
+        )
+        self._next_run: dict[str, float] = {}
+
+    def run_once(self, limit: int = 1) -> int:
+        """Claim and process up to `limit` ready jobs; return how many were processed."""
+        cfg = self.state.config.worker
+        jobs = claim(
+            self.state.store,
+            owner=self.owner,
+            kinds=list(self.handlers),
+            now=self.state.clock.now(),
+            lease_seconds=cfg.lease_seconds,
+            limit=limit,
+        )
+        for job in jobs:
+            self.process(job)
+        return len(jobs)
+
+    def process(self, job: Job) -> None:
+        extra = {
+            "delivery_id": job.delivery_id,
+            "job_id": job.job_id,
+            "target": job.target,
+            "kind": job.kind,
+            "attempt": job.attempts,
+        }
+        metrics = self.state.metrics
+        try:
+            record = self.handlers[job.kind](job)
+        except PermanentError as exc:
+            self._dead(job, str(exc), extra)
+            return
+        except Exception as exc:  # the loop boundary: every failure becomes data
+            headers = exc.headers if isinstance(exc, RetryableError) else {}
+            if not isinstance(exc, RetryableError):
+                log.exception("job handler crashed", extra=extra)
+            if self.policy.exhausted(job.attempts):
+                self._dead(job, f"after {job.attempts} attempts: {exc}", extra)
+                return
+            now = self.state.clock.now()
+            retry_later(
+                self.state.store,
+                job,
+                owner=self.owner,
+                error=str(exc),
+                next_attempt_at=next_attempt_at(self.policy, job.attempts, now, headers),
+            )
+            metrics.job_attempts.labels(job.kind, "retry").inc()
+            log.warning("job failed, will retry: %s", exc, extra=extra)
+            return
+        now = self.state.clock.now()
+        if complete(self.state.store, job, owner=self.owner, now=now, also=record):
+            metrics.job_attempts.labels(job.kind, "ok").inc()
+            metrics.dispatch_latency.labels(job.kind).observe(max(0.0, now - job.created_at))
+            log.info("job done", extra=extra)
+        else:
+            log.warning("job done but its lease was lost to another worker", extra=extra)
+
+    def _dead(self, job: Job, error: str, extra: Mapping[str, object]) -> None:
+        dead_letter(
+            self.state.store, job, owner=self.owner, error=error, now=self.state.clock.now()
+        )
+        self.state.metrics.job_attempts.labels(job.kind, "dead").inc()
+        log.error("job dead-lettered: %s", error, extra=extra)
+
+    def run_periodic(self) -> None:
+        now = self.state.clock.now()
+        for name, (dotted, interval) in PERIODIC_TASKS.items():
+            if now < self._next_run.get(name, 0.0):
+                continue
+            self._next_run[name] = now + (
+                interval or self.state.config.worker.prune_interval_seconds
+            )
+            module_name, _, attr = dotted.partition(":")
+            try:
+                getattr(importlib.import_module(module_name), attr)(self.state)
+            except Exception:
+                log.exception("periodic task %s failed", name)
+
+    def _loop(self, stop: threading.Event) -> None:
+        poll = self.state.config.worker.poll_interval_seconds
+        while not stop.is_set():
+            try:
+                busy = self.run_once()
+            except StoreUnavailable as exc:
+                log.error("store unavailable: %s", exc)
+                busy = 0
+            except Exception:
+                log.exception("worker loop error")
+                busy = 0
+            if not busy:
+                stop.wait(poll)
+
+    def run(self, stop: threading.Event) -> None:
+        """Run `concurrency` claiming threads and the periodic tasks until `stop` is set."""
+        threads = [
+            threading.Thread(target=self._loop, args=(stop,), name=f"relay-worker-{i}", daemon=True)
+            for i in range(self.state.config.worker.concurrency)
+        ]
+        for t in threads:
+            t.start()
+        log.info("worker %s started with %d thread(s)", self.owner, len(threads))
+        while not stop.is_set():
+            self.run_periodic()
+            stop.wait(1.0)
+        for t in threads:
+            t.join(timeout=self.state.config.worker.lease_seconds)

@@ -1,0 +1,5 @@
+"""Fixtures shared by every test area (keep this file small: fixtures live in tests/support/)."""
+
+from tests.support.postgres import postgres_server, postgres_url
+
+__all__ = ["postgres_server", "postgres_url"]

@@ -1,0 +1,190 @@
+"""Launch the real relay (`spyre-ci relay serve` / `worker`) as subprocesses on a free port.
+
+    config = write_relay_config(tmp_path, store_url=..., github={"api_url": fake.url, "token": "test-token"})
+    with RelayServer(config, with_worker=True) as relay:
+        post_webhook(relay.url, "pull_request", body, secret=TEST_SECRET)
+
+`RelayServer.kill()` sends SIGKILL (crash tests); `start()` again restarts on the
+same port. `RelayWorker` runs `spyre-ci relay worker` alone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from relay.webhook.signature import sign
+
+TEST_SECRET = "test-webhook-secret"
+FIXTURES = Path(
+    os.environ.get(
+        "SPYRE_CI_WEBHOOK_FIXTURES",
+        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "github-webhooks",
+    )
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_relay_config(directory: Path, **fields: Any) -> Path:
+    """Write a relay YAML config (defaults: test secret, SQLite in `directory`)."""
+    data: dict[str, Any] = {
+        "upstream_repo": "Codertocat/Hello-World",
+        "webhook_secrets": [TEST_SECRET],
+        "store_url": f"sqlite:///{directory / 'relay.db'}",
+        **fields,
+    }
+    path = directory / f"relay-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def signed_headers(
+    event: str, body: bytes, *, secret: str = TEST_SECRET, delivery_id: str | None = None
+) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+        "X-Hub-Signature-256": sign(body, secret.encode()),
+        "User-Agent": "GitHub-Hookshot/test",
+    }
+
+
+def post_webhook(
+    url: str,
+    event: str,
+    body: bytes,
+    *,
+    secret: str = TEST_SECRET,
+    delivery_id: str | None = None,
+    client: httpx.Client | None = None,
+) -> httpx.Response:
+    headers = signed_headers(event, body, secret=secret, delivery_id=delivery_id)
+    if client is not None:
+        return client.post(f"{url}/github/webhook", content=body, headers=headers)
+    return httpx.post(f"{url}/github/webhook", content=body, headers=headers, timeout=10)
+
+
+def fixture_body(name: str) -> bytes:
+    """The raw bytes of a real webhook payload from shared/fixtures/github-webhooks/."""
+    return (FIXTURES / f"{name}.payload.json").read_bytes()
+
+
+class _Process:
+    args: list[str]
+
+    def __init__(self, config: Path, log_dir: Path | None = None) -> None:
+        self.config = config
+        self.log_path = (
+            log_dir or config.parent
+        ) / f"{type(self).__name__}-{uuid.uuid4().hex[:6]}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _spawn(self) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "spyre_ci", "relay", *self.args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, as in a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class RelayServer(_Process):
+    def __init__(
+        self,
+        config: Path,
+        *,
+        with_worker: bool = False,
+        port: int | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
+        super().__init__(config, log_dir)
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = [
+            "serve",
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+        ]
+        if with_worker:
+            self.args.append("--with-worker")
+
+    def start(self, timeout: float = 30.0) -> RelayServer:
+        self._spawn()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"relay server exited with {self.proc.returncode}:\n{self.log()}"
+                )
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"relay server did not become healthy in {timeout} s:\n{self.log()}")
+
+    def __enter__(self) -> RelayServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class RelayWorker(_Process):
+    def __init__(self, config: Path, *, log_dir: Path | None = None) -> None:
+        super().__init__(config, log_dir)
+        self.args = ["worker", "--config", str(config), "--log-level", "info"]
+
+    def start(self) -> RelayWorker:
+        self._spawn()
+        return self
+
+    def __enter__(self) -> RelayWorker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

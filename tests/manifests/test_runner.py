@@ -1,0 +1,230 @@
+"""The runner: upstream-style modules run against the spyre device through a manifest."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.manifests.conftest import UpstreamTree
+from tests.manifests.upstream_sources import MODULES_MODULE, ONLY_CPU_MODULE, OPS_MODULE
+
+GLOBAL = """
+          global:
+            supported_dtypes: [float16, bfloat16, float32]
+            supported_ops: [add, mul, {name: abs, force_xfail: true, reason: "abs is emulated"}]
+"""
+
+
+def test_collected_variants_follow_op_and_dtype_rules(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_ops_like.py", OPS_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_ops_like.py
+              tests:
+                - names: [TestOpsLike::test_runs]
+                  edits:
+                    ops: {exclude: [{name: mul}]}
+                    dtypes:
+                      include: [{name: bfloat16}]
+                      exclude: [{name: float16}]
+                - names: [TestOpsLike::test_plain]
+        """
+        + GLOBAL
+    )
+    assert upstream.collected_ids() == {
+        # float64 is above the ceiling, float16 excluded, bfloat16 injected (upstream's
+        # allowed_dtypes never had it), mul excluded for this test only.
+        "TestOpsLikeSPYRE::test_runs_add_spyre_float32",
+        "TestOpsLikeSPYRE::test_runs_add_spyre_bfloat16",
+        "TestOpsLikeSPYRE::test_runs_abs_spyre_float32",
+        "TestOpsLikeSPYRE::test_runs_abs_spyre_bfloat16",
+        "TestOpsLikeSPYRE::test_plain_spyre_float32",
+        "TestOpsLikeSPYRE::test_plain_spyre_float16",
+    }
+
+
+def test_xfail_outcomes_for_unittest_classes(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_ops_like.py", OPS_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_ops_like.py
+              tests:
+                - names: [TestOpsLike::test_raises]
+                  mode: xfail
+                  reason: raises on purpose
+                - names: [TestOpsLike::test_plain]
+                  mode: xfail_strict
+                  reason: passes, so strict xfail must fail
+                - names: [TestOpsLike::test_runs]
+                  edits: {dtypes: {exclude: [{name: float16}]}}
+        """
+        + GLOBAL
+    )
+    result = upstream.run("-rxX")
+    # test_raises: add, mul, abs x float32 fail as expected; test_plain: 2 strict XPASS
+    # (failures); test_runs: add/mul pass, abs is force_xfail and passes (XPASS, not strict).
+    result.assert_outcomes(passed=2, xfailed=3, failed=2, xpassed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TestOpsLikeSPYRE.test_plain_spyre_float16*",
+            "?XPASS?strict?? passes, so strict xfail must fail",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_junit_xml_and_mark_selection(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_ops_like.py", OPS_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          labels: [core]
+          files:
+            - path: ${TORCH_ROOT}/test/test_ops_like.py
+              tests:
+                - names: [TestOpsLike::test_runs]
+                  tags: [model__granite]
+                  labels: [smoke]
+                  edits: {dtypes: {exclude: [{name: float16}]}}
+                - names: [TestOpsLike::test_plain]
+        """
+        + GLOBAL
+    )
+    junit = upstream.root / "junit.xml"
+    result = upstream.run("-m", "op__add or dtype__float16", f"--junitxml={junit}")
+    result.assert_outcomes(passed=2)
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert set(cases) == {"test_runs_add_spyre_float32", "test_plain_spyre_float16"}
+    props = {
+        p.get("name"): p.get("value") for p in cases["test_runs_add_spyre_float32"].iter("property")
+    }
+    assert props["marks"] == "model__granite,op__add,dtype__float32,core,smoke"
+    assert props["manifest_mode"] == "mandatory_success"
+    smoke = upstream.run("--manifest-label", "smoke", "--collect-only", "-q")
+    assert "3 tests collected" in smoke.stdout.str() or "3/" in smoke.stdout.str()
+
+
+def test_tolerance_no_grad_and_cpu_move(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_ops_like.py", OPS_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_ops_like.py
+              tests:
+                - names: [TestOpsLike::test_reports_tolerance]
+                  edits:
+                    dtypes:
+                      include: [{name: float16, precision: {atol: 0.05, rtol: 0.01}}]
+                - names: [TestOpsLike::test_grad_mode]
+                  no_grad: true
+                - names: [TestOpsLike::test_cpu_move]
+                  edits: {functions: {cpu_move: [{name: check_on_cpu}]}}
+        """
+        + GLOBAL
+    )
+    result = upstream.run("-s")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*TOLERANCE torch.float16 atol=0.05 rtol=0.01*",
+            "*TOLERANCE torch.float32 atol=0.001 rtol=0.001*",
+            "*GRAD False*",
+        ]
+    )
+
+
+def test_classes_upstream_never_instantiated_for_the_device(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_only_cpu.py", ONLY_CPU_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_only_cpu.py
+              unlisted_test_mode: mandatory_success
+              tests:
+                - names: [TestCpuOnly::test_ones, TestNeverInstantiated::test_zeros]
+        """
+    )
+    assert upstream.collected_ids() == {
+        "TestCpuOnlySPYRE::test_ones_spyre",
+        "TestNeverInstantiatedSPYRE::test_zeros_spyre",
+    }
+    upstream.run().assert_outcomes(passed=2)
+
+
+def test_modules_filtered_by_supported_modules(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_modules_like.py", MODULES_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_modules_like.py
+              tests:
+                - names: [TestModuleLike::test_forward]
+                  tags: [model__tiny]
+          global:
+            supported_dtypes: [float32]
+            supported_modules: [torch.nn.Linear, torch.nn.ReLU]
+        """
+    )
+    ids = upstream.collected_ids()
+    assert ids == {
+        "TestModuleLikeSPYRE::test_forward_nn_Linear_spyre_float32",
+        "TestModuleLikeSPYRE::test_forward_nn_ReLU_spyre_float32",
+    }
+
+
+def test_a_manifest_selecting_zero_tests_fails_and_runs_nothing(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_ops_like.py", OPS_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_ops_like.py
+              tests:
+                - names: [TestOpsLike::test_runs_add_spyre_float32]
+        """
+        + GLOBAL
+    )
+    result = upstream.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*selects zero tests*", "*manifest.yaml:4: files[[]0[]].path*"])
+    assert "passed" not in result.stdout.str()
+
+
+def test_bad_manifest_is_a_usage_error_naming_file_and_line(upstream: UpstreamTree) -> None:
+    upstream.test_file("test_ops_like.py", OPS_MODULE)
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_ops_like.py
+              tests:
+                - names: [TestOpsLike::test_plain]
+                  mdoe: xfail
+        """
+    )
+    result = upstream.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*manifest.yaml:7:*files[[]0[]].tests[[]0[]].mdoe: unknown key 'mdoe'*"]
+    )
+
+
+def test_a_path_token_without_value_is_an_error(upstream: UpstreamTree) -> None:
+    upstream.manifest(
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_DEVICE_ROOT}/tests/test_x.py
+        """
+    )
+    result = upstream.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*manifest.yaml:4:*path token ${TORCH_DEVICE_ROOT} has no value*"])

@@ -27,7 +27,7 @@ RouterFactory = Callable[[RelayState], APIRouter]
 ROUTER_FACTORIES: list[str] = [
     "relay.app:ops_router",
     "relay.webhook.endpoint:router",
-    # issue 7 adds e.g. "relay.callbacks.endpoint:router",
+    "relay.callbacks.endpoint:router",  # issue 7: /github/callback, /api/crcr/results
     # issue 8 adds e.g. "relay.dashboard.app:router",
 ]
 

@@ -32,7 +32,7 @@ JobHandler = Callable[[Job], Callable[[Tx], None] | None]
 
 HANDLER_FACTORIES: list[str] = [
     "relay.dispatch.handler:handlers",
-    # issue 7 adds e.g. "relay.callbacks.outbox:handlers" (kinds hud, check_run, rerun),
+    "relay.callbacks.handlers:handlers",  # issue 7: hud, check_run, commit_status, rerun, redeliver
 ]
 
 
@@ -46,6 +46,10 @@ def prune_task(state: RelayState) -> None:
 PERIODIC_TASKS: dict[str, tuple[str, float | None]] = {
     # interval None = the worker config's prune_interval_seconds
     "prune": ("relay.worker:prune_task", None),
+    # issue 7: sweepers (relay/sweepers.py)
+    "callback_timeouts": ("relay.sweepers:timeouts_task", 60.0),
+    "redeliver_failed_webhooks": ("relay.sweepers:redeliver_task", 300.0),
+    "poll_tags": ("relay.sweepers:tags_task", 600.0),
 }
 
 

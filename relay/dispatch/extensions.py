@@ -24,7 +24,7 @@ class PayloadExtension:
 
 
 PAYLOAD_EXTENSIONS: list[str] = [
-    # issue 7 adds: "relay.callback_token:payload_extension",
+    "relay.callbacks.tokens:payload_extension",  # issue 7: client_payload.callback_token
 ]
 
 

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from relay.state import RelayState
 
 INGEST_HOOKS: list[str] = [
-    # issue 7 adds e.g. "relay.callbacks.labels:on_ingest",
+    "relay.callbacks.labels:on_ingest",  # issue 7: L3 label backfill
+    "relay.callbacks.reruns:on_ingest",  # issue 7: check_run/check_suite rerequested
 ]
 
 

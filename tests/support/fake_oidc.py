@@ -28,7 +28,8 @@ Python API::
         env = issuer.actions_env("acme/repo")         # ACTIONS_ID_TOKEN_REQUEST_URL/TOKEN
         issuer.discovery_requests, issuer.jwks_requests, issuer.token_requests  # counters
 
-Default claims: ``iss`` = url, ``aud`` = ``audience`` (``pytorch-cross-repo-ci-relay``),
+``issued_at=`` (unix seconds) mints a token at another time than now (tests with a manual
+clock). Default claims: ``iss`` = url, ``aud`` = ``audience`` (``pytorch-cross-repo-ci-relay``),
 ``iat``/``nbf`` = now, ``exp`` = now + 300 s, ``sub`` derived from the identity.
 """
 
@@ -137,8 +138,9 @@ class FakeOidcIssuer:
         expires_in: float = 300,
         kid: str | None = None,
         algorithm: str = "RS256",
+        issued_at: float | None = None,
     ) -> str:
-        now = int(time.time())
+        now = int(time.time() if issued_at is None else issued_at)
         full = {"iss": self.url, "aud": self.audience, "iat": now, "nbf": now}
         full["exp"] = int(now + expires_in)
         full.update(claims)
@@ -154,7 +156,9 @@ class FakeOidcIssuer:
         stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         return jwt.encode(full, stranger, algorithm="RS256", headers={"kid": self._signing.kid})
 
-    def github_actions_token(self, repository: str, **claims: Any) -> str:
+    def github_actions_token(
+        self, repository: str, *, issued_at: float | None = None, **claims: Any
+    ) -> str:
         owner = repository.split("/")[0]
         base = {
             "sub": f"repo:{repository}:ref:refs/heads/main",
@@ -163,12 +167,14 @@ class FakeOidcIssuer:
             "ref": "refs/heads/main",
             "event_name": "repository_dispatch",
         }
-        return self.token({**base, **claims})
+        return self.token({**base, **claims}, issued_at=issued_at)
 
     def buildkite_token(
         self,
         organization_slug: str = "acme",
         pipeline_slug: str = "spyre",
+        *,
+        issued_at: float | None = None,
         **claims: Any,
     ) -> str:
         base = {
@@ -177,7 +183,7 @@ class FakeOidcIssuer:
             "pipeline_slug": pipeline_slug,
             "build_number": 1,
         }
-        return self.token({**base, **claims})
+        return self.token({**base, **claims}, issued_at=issued_at)
 
     # -- GitHub Actions' token-request protocol --------------------------
     def actions_env(self, repository: str, **claims: Any) -> dict[str, str]:

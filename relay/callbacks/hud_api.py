@@ -1,0 +1,97 @@
+"""The relay as a HUD: ``POST /api/crcr/results`` from another relay, into ``hud_rows``.
+
+Authenticated by a shared key (``extra.callbacks.hud_api_keys``) in the
+``x-hud-internal-bot`` header (or ``Authorization: Bearer``), compared in
+constant time. Rows are upserted under CRCR's key
+``verified_repo/delivery_id/workflow/job/check_run_id``; a row never goes back
+from completed to in_progress (a late retry of an older forward).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from relay.callbacks.service import Answer
+from relay.callbacks.settings import callback_settings
+from relay.hud import HUD_KEY_HEADER, hud_key
+from relay.store import Tx
+
+if TYPE_CHECKING:
+    from relay.state import RelayState
+
+
+class BadHudRecord(ValueError):
+    pass
+
+
+def validate_record(data: Any) -> tuple[str, str, dict[str, Any]]:
+    """(verified_repo, delivery_id, callback_payload) or BadHudRecord naming the field."""
+    if not isinstance(data, dict):
+        raise BadHudRecord("body must be a JSON object")
+    trusted, untrusted = data.get("trusted"), data.get("untrusted")
+    if not isinstance(trusted, dict) or not isinstance(untrusted, dict):
+        raise BadHudRecord("body needs objects 'trusted' and 'untrusted'")
+    repo = trusted.get("verified_repo")
+    if not isinstance(repo, str) or repo.count("/") != 1:
+        raise BadHudRecord("trusted.verified_repo must be owner/repo")
+    payload = untrusted.get("callback_payload")
+    if not isinstance(payload, dict):
+        raise BadHudRecord("untrusted.callback_payload must be an object")
+    delivery_id = payload.get("delivery_id")
+    if not isinstance(delivery_id, str) or not delivery_id:
+        raise BadHudRecord("untrusted.callback_payload.delivery_id is required")
+    workflow = payload.get("workflow")
+    if not isinstance(workflow, dict) or not workflow.get("name") or not workflow.get("job_name"):
+        raise BadHudRecord("untrusted.callback_payload.workflow needs name and job_name")
+    return repo, delivery_id, payload
+
+
+class HudReceiver:
+    def __init__(self, state: RelayState) -> None:
+        self.state = state
+        settings = callback_settings(state.config.extra)
+        self.keys = [k.get_secret_value().encode() for k in settings.hud_api_keys]
+
+    def _authorized(self, headers: Mapping[str, str]) -> bool:
+        offered = headers.get(HUD_KEY_HEADER) or ""
+        if not offered:
+            scheme, _, value = (headers.get("authorization") or "").partition(" ")
+            offered = value.strip() if scheme.lower() == "bearer" else ""
+        given = offered.encode()
+        return bool(given) and any(hmac.compare_digest(given, key) for key in self.keys)
+
+    def handle(self, headers: Mapping[str, str], raw: bytes) -> Answer:
+        if not self.keys:
+            return Answer(404, {"error": "this relay accepts no HUD rows (hud_api_keys unset)"})
+        if not self._authorized(headers):
+            return Answer(401, {"error": f"missing or wrong {HUD_KEY_HEADER} key"})
+        try:
+            repo, delivery_id, payload = validate_record(json.loads(raw))
+        except (ValueError, UnicodeDecodeError) as error:
+            return Answer(400, {"error": str(error)})
+        key = hud_key(repo, payload)
+        with self.state.store.transaction() as tx:
+            stored = _upsert(tx, key, repo, delivery_id, raw.decode(), self.state.clock.now())
+        return Answer(200, {"key": key, "stored": stored})
+
+
+def _upsert(tx: Tx, key: str, repo: str, delivery_id: str, body: str, now: float) -> bool:
+    existing = tx.fetchone("SELECT body FROM hud_rows WHERE key = ?", (key,))
+    going_back = _status(body) == "in_progress"
+    if existing is not None and going_back and _status(existing["body"]) == "completed":
+        return False
+    tx.execute(
+        "INSERT INTO hud_rows (key, verified_repo, delivery_id, body, updated_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET body = excluded.body,"
+        " updated_at = excluded.updated_at",
+        (key, repo, delivery_id, body, now),
+    )
+    return True
+
+
+def _status(body: str) -> str:
+    workflow = (json.loads(body).get("untrusted") or {}).get("callback_payload", {}).get("workflow")
+    return str((workflow or {}).get("status") or "")

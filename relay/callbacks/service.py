@@ -1,0 +1,216 @@
+"""The callback's order of checks, and its one transaction (the shell around the state machine).
+
+identity (401/403) -> body (400) -> allowlisted (403) -> level >= L2 (200 ignored)
+-> rate limit (429) -> [nightly/periodic: record, done] -> dispatch record (400)
+-> callback token (403) -> state machine (400/409) -> write the job, its selection
+report and its effects (HUD, check run, commit status) in one transaction -> answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from relay.callback_token import CallbackTokenError, CallbackTokenSigner, TokenBinding
+from relay.callbacks.body import BadCallback, CallbackBody, parse_callback
+from relay.callbacks.effects import enqueue_effects
+from relay.callbacks.rate_limit import TokenBucketLimiter, retry_after_header
+from relay.callbacks.records import (
+    Dispatch,
+    JobFacts,
+    load_dispatch,
+    load_job,
+    save_job,
+    save_selection,
+)
+from relay.callbacks.settings import CallbackSettings, callback_settings, token_secret
+from relay.callbacks.state_machine import (
+    Accepted,
+    JobKey,
+    JobState,
+    Rejected,
+    Report,
+    advance,
+)
+from relay.jwks import http_get_json
+from relay.oidc import CallerIdentity, Forbidden, OidcVerifier, Unauthenticated
+from relay.store import Tx
+
+if TYPE_CHECKING:
+    from relay.state import RelayState
+
+log = logging.getLogger("relay.callbacks")
+LEVEL_ORDER = {"L1": 1, "L2": 2, "L3": 3, "L4": 4}
+
+
+@dataclass(frozen=True)
+class Answer:
+    status_code: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _Refused(Exception):
+    def __init__(self, answer: Answer) -> None:
+        super().__init__(answer.body)
+        self.answer = answer
+
+
+def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> _Refused:
+    return _Refused(Answer(status, {"error": message}, headers or {}))
+
+
+def make_signer(state: RelayState, settings: CallbackSettings) -> CallbackTokenSigner:
+    secret = token_secret(settings, state.config.secret_bytes()[0])
+    return CallbackTokenSigner(secret, ttl_seconds=settings.callback_token_ttl_seconds)
+
+
+class CallbackService:
+    def __init__(self, state: RelayState) -> None:
+        self.state = state
+        self.settings = callback_settings(state.config.extra)
+        self.verifier = OidcVerifier(
+            self.settings.oidc_issuers,
+            self.settings.oidc_audience,
+            http_get_json,
+            state.clock,
+            leeway_seconds=self.settings.oidc_leeway_seconds,
+            jwks_min_refetch_seconds=self.settings.jwks_min_refetch_seconds,
+        )
+        self.signer = make_signer(state, self.settings)
+        self.limiter = TokenBucketLimiter(
+            self.settings.rate_per_second, self.settings.rate_burst, state.clock
+        )
+
+    def handle(self, authorization: str | None, raw: bytes) -> Answer:
+        try:
+            return self._handle(authorization, raw)
+        except _Refused as refused:
+            return refused.answer
+
+    def _handle(self, authorization: str | None, raw: bytes) -> Answer:
+        identity = self._identity(authorization)
+        body = self._body(raw)
+        entry = self.state.allowlist.current().get(identity.repository)
+        if entry is None:
+            raise _refuse(403, f"repository {identity.repository} is not allowlisted")
+        if LEVEL_ORDER[entry.level] < 2:
+            return Answer(200, {"ignored": True, "reason": f"{entry.level}: callbacks ignored"})
+        wait = self.limiter.take(entry.repo.lower())
+        if wait is not None:
+            raise _refuse(
+                429,
+                f"rate limit for {entry.repo} exceeded",
+                {"Retry-After": retry_after_header(wait)},
+            )
+        if body.is_periodic:
+            return self._periodic(identity, body, entry.level)
+        return self._job_callback(identity, body, entry.level, entry.device)
+
+    def _identity(self, authorization: str | None) -> CallerIdentity:
+        try:
+            return self.verifier.verify(authorization)
+        except Unauthenticated as error:
+            raise _refuse(401, str(error), {"WWW-Authenticate": "Bearer"}) from None
+        except Forbidden as error:
+            raise _refuse(403, str(error)) from None
+
+    @staticmethod
+    def _body(raw: bytes) -> CallbackBody:
+        try:
+            return parse_callback(raw)
+        except BadCallback as error:
+            raise _refuse(400, str(error)) from None
+
+    def _check_token(self, body: CallbackBody, dispatch: Dispatch, now: float) -> str | None:
+        if body.callback_token is None and not self.settings.require_callback_token:
+            return None
+        binding = TokenBinding(
+            dispatch.delivery_id, dispatch.repo, dispatch.pr_number, dispatch.head_sha
+        )
+        try:
+            return self.signer.verify(body.callback_token, binding, dispatch.callback_token_id, now)
+        except CallbackTokenError as error:
+            raise _refuse(403, str(error)) from None
+
+    def _job_callback(
+        self, identity: CallerIdentity, body: CallbackBody, level: str, device: str | None
+    ) -> Answer:
+        w = body.workflow
+        key = JobKey(body.delivery_id, identity.repository, w.run_id, w.run_attempt, w.job_name)
+        with self.state.store.transaction() as tx:
+            now = self.state.clock.now()
+            dispatch = load_dispatch(tx, body.delivery_id, identity.repository, lock=True)
+            if dispatch is None:
+                raise _refuse(
+                    400,
+                    f"no dispatch of delivery {body.delivery_id} to {identity.repository}",
+                )
+            key = JobKey(key.delivery_id, dispatch.repo, key.run_id, key.run_attempt, key.job_name)
+            token_id = self._check_token(body, dispatch, now)
+            loaded = load_job(tx, key)
+            current = loaded[0] if loaded else None
+            report = Report(w.status, w.conclusion, w.check_run_id, body.digest())
+            outcome = advance(current, report, dispatch.dispatched_at, now)
+            if isinstance(outcome, Rejected):
+                raise _refuse(outcome.http_status, outcome.reason)
+            if not isinstance(outcome, Accepted):
+                assert current is not None
+                return Answer(200, _answer(current, outcome.status))
+            facts = JobFacts(
+                pr_number=dispatch.pr_number,
+                head_sha=dispatch.head_sha,
+                selection_id=self._save_selection(tx, body, key, now),
+                callback_token_id=token_id,
+                identity=f"{identity.issuer_kind}:{identity.subject}",
+            )
+            save_job(tx, key, outcome.state, body, facts, now)
+            enqueue_effects(tx, self.state, self.settings, key, level, device, dispatch.labels, now)
+        log.info(
+            "callback accepted: %s %s %s",
+            key.repo,
+            key.job_name,
+            w.status,
+            extra={"delivery_id": key.delivery_id},
+        )
+        return Answer(200, _answer(outcome.state, outcome.state.status))
+
+    def _save_selection(self, tx: Tx, body: CallbackBody, key: JobKey, now: float) -> str | None:
+        if body.selection is None:
+            return None
+        given = body.selection.selection_id
+        selection_id = (
+            f"{key.repo}/{given}"
+            if given
+            else f"{key.delivery_id}:{key.repo}:{key.run_id}:{key.run_attempt}"
+        )
+        save_selection(tx, selection_id, body, key.repo, now)
+        return selection_id
+
+    def _periodic(self, identity: CallerIdentity, body: CallbackBody, level: str) -> Answer:
+        from relay.callbacks.periodic import record_periodic
+
+        if body.workflow.status != "completed":
+            return Answer(200, {"ignored": True, "reason": "nightly/periodic: completed only"})
+        with self.state.store.transaction() as tx:
+            now = self.state.clock.now()
+            key = JobKey(
+                body.delivery_id,
+                identity.repository,
+                body.workflow.run_id,
+                body.workflow.run_attempt,
+                body.workflow.job_name,
+            )
+            selection_id = self._save_selection(tx, body, key, now)
+            record_periodic(tx, key, body, selection_id, identity, now)
+            enqueue_effects(tx, self.state, self.settings, key, level, None, (), now)
+        return Answer(200, {"accepted": True, "status": "completed", "periodic": True})
+
+
+def _answer(state: JobState, status: str) -> dict[str, Any]:
+    answer: dict[str, Any] = {"accepted": True, "status": status, "queue_time": state.queue_time}
+    if status == "completed":
+        answer["conclusion"] = state.conclusion
+        answer["execution_time"] = state.execution_time
+    return answer

@@ -1,0 +1,120 @@
+"""Check runs and commit statuses on the upstream PR for L3/L4 repositories (pure).
+
+As CRCR ships them: one check run per state change, created and never updated
+(GitHub shows the newest per name), named ``crcr/<owner>/<repo>/<workflow>/<job>``
+with ``external_id`` ``"<run_id>:<pr>"``. L4 always; L3 only while the PR
+carries ``ciflow/crcr/<device>``. A commit status (for deployments that cannot
+install an App) uses the same name as context and changes only with the state.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from relay.store import Row
+
+LABEL_PREFIX = "ciflow/crcr/"
+CHECK_NAME_PREFIX = "crcr/"
+MAX_STATUS_DESCRIPTION = 140
+MAX_CHECK_NAME = 255
+
+
+def wants_report(level: str | None, device: str | None, labels: tuple[str, ...]) -> bool:
+    if level == "L4":
+        return True
+    return level == "L3" and device is not None and f"{LABEL_PREFIX}{device}" in labels
+
+
+def check_name(repo: str, workflow: str | None, job: str) -> str:
+    return f"{CHECK_NAME_PREFIX}{repo}/{workflow or 'workflow'}/{job}"[:MAX_CHECK_NAME]
+
+
+def parse_check_name(name: str) -> tuple[str, str, str] | None:
+    """``crcr/owner/repo/workflow/job`` -> (owner/repo, workflow, job); None if not ours."""
+    if not name.startswith(CHECK_NAME_PREFIX):
+        return None
+    parts = name[len(CHECK_NAME_PREFIX) :].split("/", 3)
+    if len(parts) < 4 or not all(parts):
+        return None
+    return f"{parts[0]}/{parts[1]}", parts[2], parts[3]
+
+
+def parse_external_id(external_id: str | None) -> tuple[int, int | None] | None:
+    """``"<run_id>:<pr>"`` -> (run_id, pr); None if malformed."""
+    run, _, pr = (external_id or "").partition(":")
+    if not run.isdigit():
+        return None
+    return int(run), int(pr) if pr.isdigit() else None
+
+
+def details_url(public_url: str, row: Row) -> str:
+    """Where the check links to: the relay's own page of this delivery and repository."""
+    return (
+        f"{public_url.rstrip('/')}/crcr/deliveries/{quote(row['delivery_id'], safe='')}"
+        f"?repo={quote(row['repo'], safe='')}"
+    )
+
+
+def check_run_request(row: Row, head_sha: str, details: str) -> dict[str, Any]:
+    """The body of ``POST /repos/{upstream}/check-runs`` for the job's current state."""
+    body: dict[str, Any] = {
+        "name": check_name(row["repo"], row.get("workflow_name"), row["job_name"]),
+        "head_sha": head_sha,
+        "external_id": f"{row['run_id']}:{row.get('pr_number') or ''}",
+        "details_url": details,
+        "status": row["status"],
+        "output": {"title": _title(row), "summary": _summary(row)},
+    }
+    started = row.get("in_progress_received_at")
+    if started is not None:
+        body["started_at"] = _iso(float(started))
+    if row["status"] == "completed":
+        body["conclusion"] = row.get("conclusion") or "neutral"
+        body["completed_at"] = _iso(float(row.get("completed_received_at") or started or 0))
+    return body
+
+
+def commit_status_request(row: Row, details: str) -> dict[str, Any]:
+    """The body of ``POST /repos/{upstream}/statuses/{sha}``."""
+    state = "pending"
+    if row["status"] == "completed":
+        state = {"success": "success", "skipped": "success", "neutral": "success"}.get(
+            row.get("conclusion") or "", "failure"
+        )
+    return {
+        "state": state,
+        "context": check_name(row["repo"], row.get("workflow_name"), row["job_name"]),
+        "target_url": details,
+        "description": _title(row)[:MAX_STATUS_DESCRIPTION],
+    }
+
+
+def _title(row: Row) -> str:
+    if row["status"] != "completed":
+        return f"{row['repo']}: running"
+    title = f"{row['repo']}: {row.get('conclusion') or 'completed'}"
+    if row.get("tests_total") is not None:
+        title += (
+            f" ({row['tests_passed']} passed, {row['tests_failed']} failed,"
+            f" {row['tests_skipped']} skipped)"
+        )
+    return title
+
+
+def _summary(row: Row) -> str:
+    lines = [f"Downstream job `{row['job_name']}` of `{row['repo']}`."]
+    if row.get("url"):
+        lines.append(f"Run: {row['url']}")
+    if row.get("queue_time") is not None:
+        lines.append(f"Queue time: {float(row['queue_time']):.0f} s")
+    if row.get("execution_time") is not None:
+        lines.append(f"Execution time: {float(row['execution_time']):.0f} s")
+    if row.get("swept_at") is not None:
+        lines.append("Marked timed_out by the relay: no completion was reported in time.")
+    return "\n\n".join(lines)[:65535]
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

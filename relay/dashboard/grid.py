@@ -12,6 +12,8 @@ from relay.dashboard.views import (
     change_url,
     job_cell,
     latest_attempts,
+    level_rank,
+    levels_for,
     readiness_for,
     selection_for,
 )
@@ -24,7 +26,7 @@ GRID_COLUMNS = 14
 def backend_page(
     tx: Tx, repo: str, now: float, event: str | None, conclusion: str | None
 ) -> dict[str, Any]:
-    level = queries.current_levels(tx).get(repo)
+    level = levels_for(tx, [repo]).get(repo)
     event_types = EVENT_FILTERS.get(event or "", ())
     events = _grid_events(tx, repo, event_types, conclusion)
     runs = latest_attempts(queries.job_runs_for(tx, repo, [e["delivery_id"] for e in events]))
@@ -85,20 +87,36 @@ def _columns(runs: list[Row]) -> list[str]:
     return sorted(name for name, _ in counts.most_common(GRID_COLUMNS))
 
 
-def change_page(tx: Tx, now: float, *, pr: int | None = None, sha: str | None = None) -> dict:
+def change_page(
+    tx: Tx,
+    now: float,
+    *,
+    pr: int | None = None,
+    sha: str | None = None,
+    delivery: str | None = None,
+    repo: str | None = None,
+) -> dict[str, Any]:
+    """Every backend's jobs for one PR, one commit (SHA prefix) or one delivery
+    (optionally one repository of it: the check run's details link)."""
     if pr is not None:
         runs = queries.job_runs_for_pr(tx, pr)
         dispatched = queries.dispatches_for_pr(tx, pr)
-    else:
-        assert sha is not None
+    elif sha is not None:
         runs = queries.job_runs_for_sha(tx, sha)
         dispatched = queries.dispatches_for_sha(tx, sha)
+    else:
+        assert delivery is not None
+        runs = queries.job_runs_for_delivery(tx, delivery)
+        dispatched = queries.dispatches_for_delivery(tx, delivery)
+    if repo:
+        runs = [r for r in runs if r["repo"] == repo]
+        dispatched = [d for d in dispatched if d["repo"] == repo]
     runs = latest_attempts(runs)
     all_shas = _newest_first_shas(runs)
     if pr is not None and all_shas:
         # A PR page shows its newest head commit; earlier ones are linked, not repeated.
         runs = [r for r in runs if r["head_sha"] == all_shas[0]]
-    levels = queries.current_levels(tx)
+    levels = levels_for(tx, sorted({str(r["repo"]) for r in [*runs, *dispatched]}))
     selections = selection_for(tx, [r["selection_id"] for r in runs if r["selection_id"]])
     backends: dict[str, dict[str, Any]] = {}
     newest_sha = all_shas[0] if pr is not None and all_shas else None
@@ -115,13 +133,23 @@ def change_page(tx: Tx, now: float, *, pr: int | None = None, sha: str | None = 
         _backend(backends, r["repo"], levels)["jobs"].append(cell)
     return {
         "now": now,
-        "kind": "pr" if pr is not None else "commit",
+        "kind": "pr" if pr is not None else "commit" if sha is not None else "delivery",
         "pr_number": pr,
         "sha": sha,
+        "delivery_id": delivery,
+        "repo": repo,
+        "event": _event_of([*dispatched, *runs]),
         "head_sha": all_shas[0] if all_shas else None,
         "earlier_shas": all_shas[1:],
-        "backends": [backends[k] for k in sorted(backends, key=lambda k: _level_rank(backends[k]))],
+        "backends": sorted(backends.values(), key=lambda b: (level_rank(b["level"]), b["repo"])),
     }
+
+
+def _event_of(rows: list[Row]) -> dict[str, Any] | None:
+    """The upstream event (type, PR, head SHA) the rows belong to, for a delivery's title."""
+    for row in rows:
+        return {k: row[k] for k in ("event_type", "pr_number", "head_sha")}
+    return None
 
 
 def _newest_first_shas(runs: list[Row]) -> list[str]:
@@ -143,9 +171,3 @@ def _backend(acc: dict[str, dict[str, Any]], repo: str, levels: dict) -> dict[st
             "jobs": [],
         }
     return acc[repo]
-
-
-def _level_rank(backend: dict[str, Any]) -> tuple[str, str]:
-    # L4 first; unlisted last.
-    level = backend["level"] or "L0"
-    return (chr(ord("9") - int(level[1])), backend["repo"])

@@ -1,5 +1,9 @@
 """The dashboard's reads from the relay store (thin: SQL in, plain rows out).
 
+Windows ("the last 7 days") are on `completed_received_at`, the relay's own clock
+(the `completed_at` a downstream reports is optional and not trusted), which the
+sweeper also sets when it times a job out.
+
 Every query is written for both SQLite and PostgreSQL (`?` placeholders, the
 store rewrites them) and is backed by an index from migration 080 or the
 contract's own; `bench/bench_dashboard.py` prints their query plans.
@@ -18,17 +22,23 @@ _NON_DECISIVE_SQL = ", ".join(f"'{c}'" for c in sorted(NON_DECISIVE))
 
 
 def backend_repos(tx: Tx) -> list[str]:
-    """Every downstream repository with a level or a job: an index skip-scan over job_runs."""
-    rows = tx.fetchall(
-        "WITH RECURSIVE seen(repo) AS ("
-        " SELECT MIN(repo) FROM job_runs"
-        " UNION ALL"
-        " SELECT (SELECT MIN(j.repo) FROM job_runs j WHERE j.repo > seen.repo)"
-        " FROM seen WHERE seen.repo IS NOT NULL)"
-        " SELECT repo FROM seen WHERE repo IS NOT NULL"
-        " UNION SELECT repo FROM repo_levels"
-    )
-    return sorted({str(r["repo"]) for r in rows})
+    """Every downstream repository with a level, a dispatch or a job.
+
+    Distinct repositories come from index skip-scans (one index probe per
+    repository, not a scan of every row), which both dialects run as written.
+    """
+    found = {str(r["repo"]) for r in tx.fetchall("SELECT DISTINCT repo FROM repo_levels")}
+    for table in ("job_runs", "dispatches"):
+        rows = tx.fetchall(
+            "WITH RECURSIVE seen(repo) AS ("
+            f" SELECT MIN(repo) FROM {table}"
+            " UNION ALL"
+            f" SELECT (SELECT MIN(t.repo) FROM {table} t WHERE t.repo > seen.repo)"
+            " FROM seen WHERE seen.repo IS NOT NULL)"
+            " SELECT repo FROM seen WHERE repo IS NOT NULL"
+        )
+        found.update(str(r["repo"]) for r in rows)
+    return sorted(found)
 
 
 def current_levels(tx: Tx) -> dict[str, tuple[str, float]]:
@@ -51,12 +61,22 @@ def current_levels(tx: Tx) -> dict[str, tuple[str, float]]:
     return result
 
 
+def dispatched_level(tx: Tx, repo: str) -> str | None:
+    """The level recorded with the newest dispatch: the fallback when a repository has
+    no `repo_levels` history (then the time at that level is unknown)."""
+    row = tx.fetchone(
+        "SELECT level FROM dispatches WHERE repo = ? ORDER BY dispatched_at DESC LIMIT 1",
+        (repo,),
+    )
+    return None if row is None or row["level"] is None else str(row["level"])
+
+
 def conclusion_counts(tx: Tx, repo: str, since: float, recent: float) -> dict[str, tuple[int, int]]:
     """conclusion -> (jobs completed since `since`, of which since `recent`)."""
     rows = tx.fetchall(
         "SELECT conclusion, COUNT(*) AS n,"
-        " SUM(CASE WHEN completed_at >= ? THEN 1 ELSE 0 END) AS recent"
-        " FROM job_runs WHERE repo = ? AND completed_at >= ? GROUP BY conclusion",
+        " SUM(CASE WHEN completed_received_at >= ? THEN 1 ELSE 0 END) AS recent"
+        " FROM job_runs WHERE repo = ? AND completed_received_at >= ? GROUP BY conclusion",
         (recent, repo, since),
     )
     return {str(r["conclusion"]): (int(r["n"]), int(r["recent"] or 0)) for r in rows}
@@ -64,7 +84,7 @@ def conclusion_counts(tx: Tx, repo: str, since: float, recent: float) -> dict[st
 
 def median_of(tx: Tx, repo: str, since: float, expression: str) -> float | None:
     """Median of `expression` (a column expression of ours, never user input) since `since`."""
-    where = f"repo = ? AND completed_at >= ? AND ({expression}) IS NOT NULL"
+    where = f"repo = ? AND completed_received_at >= ? AND ({expression}) IS NOT NULL"
     count = int(tx.scalar(f"SELECT COUNT(*) FROM job_runs WHERE {where}", (repo, since)) or 0)
     if count == 0:
         return None
@@ -86,7 +106,7 @@ def window_figures(tx: Tx, repo: str, since: float) -> Row:
         " AVG(queue_time) AS avg_queue,"
         " SUM(CASE WHEN queue_time + execution_time > ? THEN 1 ELSE 0 END) AS long_jobs,"
         " SUM(CASE WHEN queue_time + execution_time IS NOT NULL THEN 1 ELSE 0 END) AS timed"
-        " FROM job_runs WHERE repo = ? AND completed_at >= ?",
+        " FROM job_runs WHERE repo = ? AND completed_received_at >= ?",
         (LONG_JOB_SECONDS, repo, since),
     )
     assert row is not None  # an aggregate always yields one row
@@ -95,9 +115,9 @@ def window_figures(tx: Tx, repo: str, since: float) -> Row:
 
 def last_result(tx: Tx, repo: str) -> Row | None:
     return tx.fetchone(
-        "SELECT conclusion, completed_at, job_name, workflow_name, head_sha, pr_number,"
-        " event_type FROM job_runs WHERE repo = ? AND completed_at IS NOT NULL"
-        " ORDER BY completed_at DESC LIMIT 1",
+        "SELECT conclusion, completed_received_at AS completed_at, job_name, workflow_name, head_sha, pr_number,"
+        " event_type FROM job_runs WHERE repo = ? AND completed_received_at IS NOT NULL"
+        " ORDER BY completed_received_at DESC LIMIT 1",
         (repo,),
     )
 
@@ -126,12 +146,12 @@ def relay_health(tx: Tx) -> Row:
 def daily_figures(tx: Tx, repo: str, start: int) -> list[Row]:
     """Per day since `start` (unix seconds, whole): pass counts and mean queue/run time."""
     return tx.fetchall(
-        "SELECT (CAST(completed_at AS BIGINT) - ?) / 86400 AS day,"
+        "SELECT (CAST(completed_received_at AS BIGINT) - ?) / 86400 AS day,"
         " SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS passed,"
         f" SUM(CASE WHEN conclusion IN ({_NON_DECISIVE_SQL}) THEN 0 ELSE 1 END) AS decisive,"
         " AVG(queue_time) AS queue_time, AVG(execution_time) AS execution_time"
-        " FROM job_runs WHERE repo = ? AND completed_at >= ?"
-        " GROUP BY (CAST(completed_at AS BIGINT) - ?) / 86400 ORDER BY day",
+        " FROM job_runs WHERE repo = ? AND completed_received_at >= ?"
+        " GROUP BY (CAST(completed_received_at AS BIGINT) - ?) / 86400 ORDER BY day",
         (start, repo, start, start),
     )
 
@@ -141,6 +161,7 @@ def daily_figures(tx: Tx, repo: str, start: int) -> list[Row]:
 GRID_COLUMNS = (
     "delivery_id, repo, run_id, run_attempt, job_name, workflow_name, event_type, pr_number,"
     " head_sha, status, conclusion, url, artifact_url, started_at, completed_at, dispatched_at,"
+    " in_progress_received_at, completed_received_at,"
     " queue_time, execution_time, tests_passed, tests_failed, tests_skipped, tests_total,"
     " selection_id, updated_at"
 )
@@ -207,6 +228,21 @@ def job_runs_for_sha(tx: Tx, sha_prefix: str) -> list[Row]:
         f"SELECT {GRID_COLUMNS} FROM job_runs WHERE head_sha >= ? AND head_sha < ?"
         " ORDER BY repo, updated_at DESC",
         (sha_prefix, sha_prefix + "g"),
+    )
+
+
+def job_runs_for_delivery(tx: Tx, delivery_id: str) -> list[Row]:
+    return tx.fetchall(
+        f"SELECT {GRID_COLUMNS} FROM job_runs WHERE delivery_id = ? ORDER BY repo, updated_at DESC",
+        (delivery_id,),
+    )
+
+
+def dispatches_for_delivery(tx: Tx, delivery_id: str) -> list[Row]:
+    return tx.fetchall(
+        "SELECT delivery_id, repo, level, event_type, pr_number, head_sha, dispatched_at"
+        " FROM dispatches WHERE delivery_id = ? ORDER BY dispatched_at DESC",
+        (delivery_id,),
     )
 
 

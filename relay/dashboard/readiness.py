@@ -137,8 +137,12 @@ def evaluate(
 
 def _time_at_l2(level: str | None, since: float | None, now: float) -> Criterion:
     label = "At least a month at L2"
-    if level is None or since is None:
+    if level is None:
         return Criterion("time_at_l2", label, False, "not in the allowlist", None)
+    if since is None:
+        return Criterion(
+            "time_at_l2", label, level in ("L3", "L4"), f"{level}, since unknown", None
+        )
     days = (now - since) / stats.DAY
     if level == "L2":
         return Criterion("time_at_l2", label, days >= MIN_DAYS_AT_L2, f"{days:.0f} d at L2", days)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from importlib import resources
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Path, Query
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -29,6 +30,7 @@ from relay.store.base import Store, Tx
 
 _STATIC = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
 _NAME = r"^[A-Za-z0-9_.-]{1,100}$"
+_REPO = r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$"
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 
 EventFilter = Literal["pr", "push", "nightly"]
@@ -110,6 +112,25 @@ def dashboard_router(
     def commit_json(sha: str) -> Response:
         sha = _checked_sha(sha)
         return pages.json(lambda tx, now: grid.change_page(tx, now, sha=sha))
+
+    @router.get("/crcr/deliveries/{delivery_id}", response_class=HTMLResponse)
+    def delivery_html(
+        delivery_id: str, repo: Annotated[str | None, Query(pattern=_REPO)] = None
+    ) -> Response:
+        return pages.html(
+            "change.html.j2",
+            "",
+            f"/api/crcr/deliveries/{quote(delivery_id, safe='')}",
+            lambda tx, now: grid.change_page(tx, now, delivery=delivery_id, repo=repo),
+        )
+
+    @router.get("/api/crcr/deliveries/{delivery_id}")
+    def delivery_json(
+        delivery_id: str, repo: Annotated[str | None, Query(pattern=_REPO)] = None
+    ) -> Response:
+        return pages.json(
+            lambda tx, now: grid.change_page(tx, now, delivery=delivery_id, repo=repo)
+        )
 
     @router.get("/crcr/{owner}/{repo}", response_class=HTMLResponse)
     def backend_html(

@@ -18,10 +18,25 @@ from relay.store.base import Row, Tx
 
 SUMMARY_DAYS = 7
 
+# (level, since): since is None when only a dispatch record names the level.
+LevelInfo = tuple[str, float | None]
+
+
+def levels_for(tx: Tx, repos: Sequence[str]) -> dict[str, LevelInfo]:
+    """Each repository's current level: its allowlist history, else its newest dispatch."""
+    levels: dict[str, LevelInfo] = dict(queries.current_levels(tx))
+    for repo in repos:
+        if repo not in levels:
+            level = queries.dispatched_level(tx, repo)
+            if level is not None:
+                levels[repo] = (level, None)
+    return levels
+
 
 def overview(tx: Tx, now: float) -> dict[str, Any]:
-    levels = queries.current_levels(tx)
-    backends = [backend_summary(tx, repo, levels.get(repo), now) for repo in _repos(tx)]
+    repos = _repos(tx)
+    levels = levels_for(tx, repos)
+    backends = [backend_summary(tx, repo, levels.get(repo), now) for repo in repos]
     grouped = []
     for level in (*LEVEL_ORDER, None):
         members = [b for b in backends if b["level"] == level]
@@ -34,9 +49,7 @@ def _repos(tx: Tx) -> list[str]:
     return queries.backend_repos(tx)
 
 
-def backend_summary(
-    tx: Tx, repo: str, level: tuple[str, float] | None, now: float
-) -> dict[str, Any]:
+def backend_summary(tx: Tx, repo: str, level: LevelInfo | None, now: float) -> dict[str, Any]:
     counts = queries.conclusion_counts(tx, repo, now - 14 * DAY, now - 7 * DAY)
     week_ago = now - SUMMARY_DAYS * DAY
     last = queries.last_result(tx, repo)
@@ -65,7 +78,7 @@ def _last(row: Row | None) -> dict[str, Any] | None:
     }
 
 
-def readiness_for(tx: Tx, repo: str, level: tuple[str, float] | None, now: float) -> dict[str, Any]:
+def readiness_for(tx: Tx, repo: str, level: LevelInfo | None, now: float) -> dict[str, Any]:
     since = now - readiness.WINDOW_DAYS * DAY
     row = queries.window_figures(tx, repo, since)
     figures = readiness.WindowFigures(
@@ -85,16 +98,23 @@ def readiness_for(tx: Tx, repo: str, level: tuple[str, float] | None, now: float
 
 
 def readiness_table(tx: Tx, now: float) -> dict[str, Any]:
-    levels = queries.current_levels(tx)
+    repos = _repos(tx)
+    levels = levels_for(tx, repos)
     rows = [
         {
             "repo": repo,
             "level": levels.get(repo, (None,))[0],
             **readiness_for(tx, repo, levels.get(repo), now),
         }
-        for repo in _repos(tx)
+        for repo in repos
     ]
+    rows.sort(key=lambda r: (level_rank(r["level"]), r["repo"]))
     return {"now": now, "window_days": readiness.WINDOW_DAYS, "backends": rows}
+
+
+def level_rank(level: str | None) -> int:
+    """L4 first, unlisted last."""
+    return LEVEL_ORDER.index(level) if level in LEVEL_ORDER else len(LEVEL_ORDER)
 
 
 def _job_key(row: Row) -> str:
@@ -118,8 +138,8 @@ def job_cell(row: Row) -> dict[str, Any]:
         "conclusion": row["conclusion"],
         "queue_time": row["queue_time"],
         "execution_time": row["execution_time"],
-        "started_at": row["started_at"],
-        "completed_at": row["completed_at"],
+        "started_at": row["in_progress_received_at"] or row["started_at"],
+        "completed_at": row["completed_received_at"] or row["completed_at"],
         "url": allowed_link(row["url"], repo),
         "artifact_url": allowed_link(row["artifact_url"], repo),
         "tests": _tests(row),

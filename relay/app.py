@@ -28,7 +28,7 @@ ROUTER_FACTORIES: list[str] = [
     "relay.app:ops_router",
     "relay.webhook.endpoint:router",
     "relay.callbacks.endpoint:router",  # issue 7: /github/callback, /api/crcr/results
-    # issue 8 adds e.g. "relay.dashboard.app:router",
+    "relay.dashboard.app:router",  # issue 8: /crcr pages, /api/crcr JSON, /selection/{id}
 ]
 
 

@@ -1,0 +1,231 @@
+"""`spyre-ci manifest {validate,schema,lint,explain,merge}` and `spyre-ci test`.
+
+Importing this module never imports torch (`spyre-ci --help` stays fast); `lint` imports it
+only for the OpInfo database (skip with --no-opinfo), `test` runs pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from test_manifests.loader import ManifestError, load_manifest, load_manifests
+from test_manifests.matching import PathRoots
+from test_manifests.model import Manifest
+
+_PATHS = click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+_SRC_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+def _roots(pytorch_src: Path | None, device_src: Path | None = None) -> PathRoots:
+    torch_root = (
+        pytorch_src or os.environ.get("SPYRE_CI_PYTORCH_SRC") or os.environ.get("PYTORCH_ROOT")
+    )
+    device_root = device_src or os.environ.get("TORCH_SPYRE_ROOT")
+    return PathRoots(
+        torch_root=str(Path(torch_root).resolve()) if torch_root else None,
+        device_root=str(Path(device_root).resolve()) if device_root else None,
+    )
+
+
+def _fail(exc: ManifestError) -> None:
+    for issue in exc.issues:
+        click.echo(str(issue), err=True)
+    raise SystemExit(1)
+
+
+def _load_one(paths: tuple[Path, ...]) -> Manifest:
+    from test_manifests.merge import merge_manifests
+
+    try:
+        loaded = load_manifests(paths)
+        return merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
+    except ManifestError as exc:
+        _fail(exc)
+        raise
+
+
+def schema_document() -> dict[str, object]:
+    """The JSON Schema of a manifest (committed as test_manifests/schema.json)."""
+    schema = Manifest.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "spyre-ci test manifest (torch-spyre test_suite_config)"
+    return schema
+
+
+@click.group("manifest")
+def manifest_group() -> None:
+    """Test-reuse manifests (torch-spyre's test_suite_config format)."""
+
+
+@manifest_group.command("validate")
+@_PATHS
+def validate_command(paths: tuple[Path, ...]) -> None:
+    """Validate manifests; every error names file, line and field."""
+    failed = False
+    for path in paths:
+        try:
+            manifest = load_manifest(path)
+        except ManifestError as exc:
+            failed = True
+            for issue in exc.issues:
+                click.echo(str(issue), err=True)
+            continue
+        tests = sum(len(f.tests) for f in manifest.suite.files)
+        click.echo(
+            f"ok: {path} ({len(manifest.suite.files)} file(s), {tests} test entr{'y' if tests == 1 else 'ies'})"
+        )
+    if failed:
+        raise SystemExit(1)
+
+
+@manifest_group.command("schema")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write here instead of stdout",
+)
+def schema_command(output: Path | None) -> None:
+    """Write the JSON Schema of the manifest format (for editors)."""
+    text = json.dumps(schema_document(), indent=2, sort_keys=True) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+
+
+@manifest_group.command("lint")
+@_PATHS
+@click.option(
+    "--pytorch-src",
+    type=_SRC_DIR,
+    help="PyTorch source tree: check names against the real test files",
+)
+@click.option(
+    "--no-opinfo", is_flag=True, help="skip the OpInfo/ModuleInfo checks (they import torch)"
+)
+def lint_command(paths: tuple[Path, ...], pytorch_src: Path | None, no_opinfo: bool) -> None:
+    """Names that match nothing, variant names, duplicates, unknown ops/dtypes, missing reasons."""
+    from test_manifests.lint import catalog_from_torch, lint
+
+    catalog = None if no_opinfo else catalog_from_torch()
+    roots = _roots(pytorch_src) if pytorch_src else None
+    errors = 0
+    for path in paths:
+        try:
+            manifest = load_manifest(path)
+        except ManifestError as exc:
+            _fail(exc)
+        findings = lint(manifest, roots, catalog)
+        for finding in findings:
+            click.echo(str(finding), err=True)
+        errors += sum(f.severity == "error" for f in findings)
+        if not findings:
+            click.echo(f"clean: {path}")
+    if errors:
+        click.echo(f"{errors} error(s)", err=True)
+        raise SystemExit(1)
+
+
+@manifest_group.command("explain")
+@click.argument("test_id")
+@click.option(
+    "--manifest",
+    "manifests",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="manifest(s) to apply (default: the shipped ones)",
+)
+@click.option("--pytorch-src", type=_SRC_DIR, help="PyTorch source tree (finds the template name)")
+def explain_command(test_id: str, manifests: tuple[Path, ...], pytorch_src: Path | None) -> None:
+    """Resolved mode, dtypes, tolerance and marks of TEST_ID, and the rule behind each."""
+    from test_manifests.explain import BadTestId, explain, render
+    from test_manifests.run import shipped_manifests
+
+    manifest = _load_one(manifests or tuple(shipped_manifests()))
+    try:
+        instance, resolution = explain(manifest, test_id, _roots(pytorch_src))
+    except BadTestId as exc:
+        raise click.BadParameter(str(exc), param_hint="TEST_ID") from exc
+    click.echo(render(instance, resolution))
+
+
+@manifest_group.command("merge")
+@_PATHS
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write here instead of stdout",
+)
+def merge_command(paths: tuple[Path, ...], output: Path | None) -> None:
+    """Merge manifests into one (same path combined, global lists unioned, conflicts are errors)."""
+    from test_manifests.merge import merged_yaml
+
+    text = merged_yaml(_load_one(paths))
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+
+
+@click.command("test", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--manifest",
+    "manifests",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="manifest(s) to apply (default: the shipped ones)",
+)
+@click.option(
+    "--pytorch-src", type=_SRC_DIR, help="PyTorch source tree (default: $SPYRE_CI_PYTORCH_SRC)"
+)
+@click.option("--device-src", type=_SRC_DIR, help="the backend's tree, for ${TORCH_DEVICE_ROOT}")
+@click.option("--selection", type=_SRC_DIR, help="output directory of `spyre-ci select`")
+@click.option("--shard", type=int, help="run this shard of the selection")
+@click.option(
+    "--label", "labels", multiple=True, help="run only tests with this label (repeatable)"
+)
+@click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
+def test_command(
+    manifests: tuple[Path, ...],
+    pytorch_src: Path | None,
+    device_src: Path | None,
+    selection: Path | None,
+    shard: int | None,
+    labels: tuple[str, ...],
+    pytest_args: tuple[str, ...],
+) -> None:
+    """Run upstream PyTorch tests against spyre under a manifest: [-- pytest args]."""
+    import pytest
+
+    from test_manifests.run import pytest_args as build_args
+    from test_manifests.run import read_selection, shipped_manifests
+
+    try:
+        chosen = read_selection(selection, shard) if selection else None
+        args = build_args(
+            list(manifests) or shipped_manifests(),
+            _roots(pytorch_src, device_src),
+            chosen,
+            list(labels),
+            list(pytest_args),
+        )
+    except ManifestError as exc:
+        _fail(exc)
+    click.echo("pytest " + " ".join(args), err=True)
+    sys.exit(int(pytest.main(args)))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(manifest_group)
+    group.add_command(test_command)

@@ -1,0 +1,112 @@
+"""`spyre-ci test`: one command, no environment to export by hand.
+
+Builds the pytest command line for a manifest run: the manifests (given, from the selection,
+or the shipped ones), the upstream files they name under the PyTorch source tree (or the
+selection's test ids for one shard), and the user's extra pytest arguments.
+
+Selection contract (`--selection DIR --shard N`, written by `spyre-ci select`): node ids come
+from `DIR/shards/N.txt` (one per line) if present, else from `DIR/selection.json`
+`selected[]` (strings, or objects with `id` and optional `shard`); `DIR/manifest.yaml` (an
+overlay), if present, is merged into the manifests. Ids are relative to the PyTorch root.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from test_manifests.loader import ManifestError, ManifestIssue, load_manifests
+from test_manifests.matching import PathRoots, expand_path
+from test_manifests.merge import merge_manifests
+from test_manifests.model import Manifest
+
+SHIPPED_DIR = Path(__file__).with_name("manifests")
+
+
+def shipped_manifests() -> list[Path]:
+    return sorted(SHIPPED_DIR.glob("*.yaml"))
+
+
+@dataclass
+class Selection:
+    ids: list[str] = field(default_factory=list)
+    overlay: Path | None = None
+
+
+def read_selection(directory: Path, shard: int | None) -> Selection:
+    """The node ids of one shard and the manifest overlay, per the contract above."""
+    selection = Selection()
+    overlay = directory / "manifest.yaml"
+    selection.overlay = overlay if overlay.is_file() else None
+    shard_file = directory / "shards" / f"{shard}.txt"
+    if shard is not None and shard_file.is_file():
+        lines = shard_file.read_text(encoding="utf-8").splitlines()
+        selection.ids = [
+            line.strip() for line in lines if line.strip() and not line.startswith("#")
+        ]
+        return selection
+    doc_path = directory / "selection.json"
+    try:
+        doc = json.loads(doc_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ManifestError(
+            [ManifestIssue(str(doc_path), 0, 0, "", f"cannot read the selection: {exc}")]
+        ) from exc
+    for item in doc.get("selected", []):
+        node = item if isinstance(item, str) else item.get("id") or item.get("nodeid")
+        item_shard = None if isinstance(item, str) else item.get("shard")
+        if node and (shard is None or item_shard is None or int(item_shard) == shard):
+            selection.ids.append(node)
+    return selection
+
+
+def manifest_files(manifest: Manifest, roots: PathRoots) -> list[Path]:
+    """The upstream files the manifest names; a path that names no file is an error."""
+    files: list[Path] = []
+    issues: list[ManifestIssue] = []
+    for index, entry in enumerate(manifest.suite.files):
+        expanded = expand_path(entry.path, roots)
+        found = sorted(glob.glob(expanded, recursive=True)) if expanded else []
+        if not found:
+            pos = manifest.position(("files", index, "path"))
+            where = expanded or entry.path
+            issues.append(
+                ManifestIssue(
+                    pos.file,
+                    pos.line,
+                    pos.column,
+                    f"test_suite_config.files[{index}].path",
+                    f"{where} names no file",
+                )
+            )
+        files.extend(Path(f) for f in found)
+    if issues:
+        raise ManifestError(issues)
+    return list(dict.fromkeys(files))
+
+
+def pytest_args(
+    manifests: list[Path],
+    roots: PathRoots,
+    selection: Selection | None,
+    labels: list[str],
+    extra: list[str],
+) -> list[str]:
+    """The full pytest argument list for a manifest run."""
+    paths = list(manifests) + ([selection.overlay] if selection and selection.overlay else [])
+    loaded = load_manifests(paths)
+    manifest = merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
+    args = [arg for path in paths for arg in ("--manifest", str(path))]
+    if roots.torch_root:
+        args += ["--pytorch-src", roots.torch_root, "--rootdir", roots.torch_root]
+    if roots.device_root:
+        args += ["--device-src", roots.device_root]
+    args += [arg for label in labels for arg in ("--manifest-label", label)]
+    if selection is not None:
+        base = Path(roots.torch_root or ".")
+        args += [str(base / node) for node in selection.ids]
+    else:
+        args += [str(f) for f in manifest_files(manifest, roots)]
+    return args + extra

@@ -94,6 +94,8 @@ class RelayConfig(_Model):
     webhook_secrets: list[SecretStr] = Field(min_length=1)
     store_url: str = "sqlite:///relay.db"
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    # How long a write waits for the SQLite lock / a PostgreSQL connection before 503.
+    store_timeout_seconds: float = Field(default=5.0, gt=0)
     allowlist: AllowlistConfig | None = None
     github: GitHubConfig = Field(default_factory=lambda: GitHubConfig())
     worker: WorkerConfig = Field(default_factory=lambda: WorkerConfig())

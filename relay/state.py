@@ -76,7 +76,11 @@ def build_state(
 ) -> RelayState:
     """Open the store (and migrate it), set up the allowlist source and metrics."""
     if store is None:
-        store = open_store(config.store_url, sqlite_synchronous=config.sqlite_synchronous)
+        store = open_store(
+            config.store_url,
+            busy_timeout=config.store_timeout_seconds,
+            sqlite_synchronous=config.sqlite_synchronous,
+        )
     if migrate:
         store.migrate()
     if allowlist is None:

@@ -26,6 +26,7 @@ limits (returns an error response or None) and `fake.record(...)` is automatic.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import secrets
 import socket
@@ -106,7 +107,9 @@ class _TokenUse:
     window_start: float = field(default_factory=time.time)
 
 
+@functools.cache
 def _make_key() -> tuple[str, Any]:
+    # One key per test process: generating RSA keys is slow, and fakes are short-lived.
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()

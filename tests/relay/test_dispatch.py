@@ -1,0 +1,209 @@
+"""At-least-once dispatch to the fake GitHub: payload shape, retries, rate limits, dead letters."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from relay.outbox import claim, list_dead_letters, queue_stats, requeue_dead_letters
+from relay.store import Store
+from tests.relay.conftest import dispatching_config
+from tests.support.fake_github import FakeGitHub, Fault
+from tests.support.relay_server import InProcessRelay, fixture_body, post_webhook
+
+
+def _drain(relay: InProcessRelay, worker: object | None = None, *, rounds: int = 50) -> None:
+    """Run the worker until no job is ready (waiting out short backoffs)."""
+    worker = worker or relay.worker()
+    for _ in range(rounds):
+        if worker.run_once(limit=10) == 0:  # type: ignore[attr-defined]
+            if not queue_stats(relay.state.store, now=time.time()).pending:
+                return
+            time.sleep(0.05)
+
+
+def _outbox(store: Store) -> list[dict[str, object]]:
+    with store.transaction(write=False) as tx:
+        return tx.fetchall(
+            "SELECT target, state, attempts, last_error, next_attempt_at FROM outbox ORDER BY target"
+        )
+
+
+def test_client_payload_is_crcrs_wire_format(
+    dispatching_relay_each_store: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    body = fixture_body("pull_request.opened")
+    assert (
+        post_webhook(
+            dispatching_relay_each_store.url, "pull_request", body, delivery_id="d1"
+        ).status_code
+        == 202
+    )
+    _drain(dispatching_relay_each_store)
+    assert sorted(d.repo for d in fake_github.dispatches) == [
+        "org/observed",
+        "org/onboarding",
+        "org/stable",
+    ]
+    for sent in fake_github.dispatches:
+        assert sent.event_type == "pull_request"
+        crcr = {k: sent.client_payload[k] for k in ("event_type", "delivery_id", "payload")}
+        assert crcr == {
+            "event_type": "pull_request",
+            "delivery_id": "d1",
+            "payload": json.loads(body),
+        }
+        assert "payload_slimmed" not in sent.client_payload  # other keys: PAYLOAD_EXTENSIONS
+        assert sent.token == "test-token"
+    with dispatching_relay_each_store.state.store.transaction(write=False) as tx:
+        rows = tx.fetchall(
+            "SELECT repo, level, event_type, pr_number FROM dispatches ORDER BY repo"
+        )
+    assert rows == [
+        {"repo": "org/observed", "level": "L2", "event_type": "pull_request", "pr_number": 2},
+        {"repo": "org/onboarding", "level": "L1", "event_type": "pull_request", "pr_number": 2},
+        {"repo": "org/stable", "level": "L3", "event_type": "pull_request", "pr_number": 2},
+    ]
+    assert {r["state"] for r in _outbox(dispatching_relay_each_store.state.store)} == {"done"}
+
+
+def test_server_errors_are_retried_until_accepted(
+    dispatching_relay: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    fake_github.inject(Fault.status_code(502, path="/repos/org/stable/", count=2))
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d2")
+    _drain(dispatching_relay)
+    statuses = [r.status for r in fake_github.requests if r.path == "/repos/org/stable/dispatches"]
+    assert statuses == [502, 502, 204]
+    assert fake_github.dispatched_pairs().count(("d2", "org/stable")) == 1
+    stable = next(r for r in _outbox(dispatching_relay.state.store) if r["target"] == "org/stable")
+    assert (stable["state"], stable["attempts"]) == ("done", 3)
+
+
+def test_secondary_rate_limit_waits_for_retry_after(
+    dispatching_relay: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    fake_github.inject(Fault.secondary_rate_limit(retry_after=30, path="/repos/org/observed/"))
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d3")
+    before = time.time()
+    _drain(dispatching_relay, rounds=3)
+    observed = next(
+        r for r in _outbox(dispatching_relay.state.store) if r["target"] == "org/observed"
+    )
+    assert observed["state"] == "pending" and "rate limited" in str(observed["last_error"])
+    assert float(observed["next_attempt_at"]) >= before + 30  # not before GitHub said
+
+
+def test_timeouts_are_retried(dispatching_relay: InProcessRelay, fake_github: FakeGitHub) -> None:
+    fake_github.inject(
+        Fault.timeout(0.8, path="/repos/org/onboarding/")
+    )  # client gives up after 0.5 s
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d4")
+    _drain(dispatching_relay)
+    assert sorted(fake_github.dispatched_pairs()) == [
+        ("d4", "org/observed"),
+        ("d4", "org/onboarding"),
+        ("d4", "org/stable"),
+    ]
+    onboarding = next(
+        r for r in _outbox(dispatching_relay.state.store) if r["target"] == "org/onboarding"
+    )
+    assert onboarding["attempts"] == 2
+
+
+def test_slow_answers_within_the_timeout_succeed_first_time(
+    dispatching_relay: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    fake_github.inject(Fault.slow(0.15, path="/dispatches", count=3))
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d5")
+    _drain(dispatching_relay)
+    assert [r["attempts"] for r in _outbox(dispatching_relay.state.store)] == [1, 1, 1]
+
+
+def test_exhausted_jobs_become_dead_letters_and_requeue_sends_them(
+    dispatching_relay_each_store: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    fake_github.inject(
+        Fault.status_code(500, path="/repos/org/stable/", count=3)
+    )  # max_attempts is 3
+    post_webhook(dispatching_relay_each_store.url, "push", fixture_body("push"), delivery_id="d6")
+    _drain(dispatching_relay_each_store)
+    [dead] = list_dead_letters(dispatching_relay_each_store.state.store)
+    assert (dead["target"], dead["attempts"], dead["delivery_id"]) == ("org/stable", 3, "d6")
+    assert "after 3 attempts" in dead["last_error"] and "500" in dead["last_error"]
+    assert ("d6", "org/stable") not in fake_github.dispatched_pairs()
+    assert requeue_dead_letters(dispatching_relay_each_store.state.store, now=time.time()) == 1
+    _drain(dispatching_relay_each_store)
+    assert fake_github.dispatched_pairs().count(("d6", "org/stable")) == 1
+    assert list_dead_letters(dispatching_relay_each_store.state.store) == []
+
+
+def test_a_client_error_is_dead_lettered_without_retrying(
+    dispatching_relay: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    fake_github.inject(Fault.status_code(404, path="/repos/org/onboarding/"))
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d7")
+    _drain(dispatching_relay)
+    [dead] = list_dead_letters(dispatching_relay.state.store)
+    assert (dead["target"], dead["attempts"]) == ("org/onboarding", 1)
+
+
+def test_a_job_whose_worker_died_is_finished_by_another_after_the_lease(
+    dispatching_relay_each_store: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    post_webhook(dispatching_relay_each_store.url, "push", fixture_body("push"), delivery_id="d8")
+    store = dispatching_relay_each_store.state.store
+    lost = claim(
+        store, owner="died", kinds=["dispatch"], now=time.time(), lease_seconds=0.3, limit=10
+    )
+    assert len(lost) == 3
+    assert dispatching_relay_each_store.worker().run_once(limit=10) == 0  # still leased
+    time.sleep(0.35)
+    _drain(dispatching_relay_each_store)
+    assert len(fake_github.dispatched_pairs()) == 3
+    assert {r["state"] for r in _outbox(store)} == {"done"}
+
+
+def test_oversized_payload_is_slimmed_to_fit_githubs_limit(
+    dispatching_relay: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    push = json.loads(fixture_body("push"))
+    commit = {"id": "a" * 40, "message": "m" * 200, "added": [f"file{i}.py" for i in range(40)]}
+    push["commits"] = [
+        dict(commit, id=f"{i:040d}") for i in range(200)
+    ]  # ~450 KB, as a big push is
+    raw = json.dumps(push).encode()
+    post_webhook(dispatching_relay.url, "push", raw, delivery_id="big")
+    _drain(dispatching_relay)
+    assert len(fake_github.dispatches) == 3
+    sent = fake_github.dispatches[0].client_payload
+    assert sent["payload_slimmed"] is True and "commits" not in sent["payload"]
+    assert sent["payload"]["after"] == push["after"] and sent["payload"]["ref"] == push["ref"]
+    assert sent["payload"]["repository"] == {
+        k: push["repository"][k] for k in ("full_name", "clone_url", "html_url")
+    }
+    assert len(json.dumps(sent, separators=(",", ":"))) < 64 * 1024
+    assert list_dead_letters(dispatching_relay.state.store) == []
+
+
+@pytest.mark.parametrize("event", ["pull_request", "push"])
+def test_only_targets_that_opted_into_the_event_receive_it(
+    sqlite_url: str, fake_github: FakeGitHub, event: str
+) -> None:
+    from relay.allowlist import parse_allowlist
+    from relay.allowlist_source import StaticAllowlist
+
+    allowlist = StaticAllowlist(
+        parse_allowlist(
+            "L2:\n  - org/prs-only: {oncalls: [a], events: [pull_request]}\n  - org/both\n"
+            "  - org/nightly-only:\n    events: [nightly]\n"
+        )
+    )
+    fixture = "pull_request.opened" if event == "pull_request" else "push"
+    with InProcessRelay(dispatching_config(sqlite_url, fake_github), allowlist=allowlist) as relay:
+        post_webhook(relay.url, event, fixture_body(fixture), delivery_id="e")
+        _drain(relay)
+    expected = {"pull_request": ["org/both", "org/prs-only"], "push": ["org/both"]}[event]
+    assert sorted(repo for _, repo in fake_github.dispatched_pairs()) == expected

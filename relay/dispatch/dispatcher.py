@@ -37,7 +37,7 @@ class Dispatcher(Protocol):
 
 DISPATCHER_FACTORIES: dict[str, str] = {
     "github": "relay.dispatch.github:make_dispatcher",
-    # issue 9 adds: "local": "relay.local_target:make_dispatcher",
+    "local": "relay.local_target:make_dispatcher",  # issue 9: the built-in local target
 }
 
 

@@ -21,10 +21,21 @@ class Target:
 def targets_for(
     event: str, allowlist: Allowlist, configured: Sequence[TargetConfig]
 ) -> list[Target]:
-    """Every target that wants `event` (an event group such as pull_request or push)."""
-    found = [Target(e.repo, "github", e.level) for e in allowlist.targets_for(event)]
+    """Every target that wants `event` (an event group such as pull_request or push).
+
+    A configured target that is also allowlisted (e.g. the local target, listed so
+    that its callbacks are accepted) is reached through its configured connection
+    only, at its allowlisted level.
+    """
+    own = {t.name.lower() for t in configured}
+    found = [
+        Target(e.repo, "github", e.level)
+        for e in allowlist.targets_for(event)
+        if e.repo.lower() not in own
+    ]
     for t in configured:
         events = t.options.get("events", sorted(DEFAULT_EVENTS))
         if event in events:
-            found.append(Target(t.name, t.connection, t.level, dict(t.options)))
+            level = allowlist.level_of(t.name) or t.level
+            found.append(Target(t.name, t.connection, level, dict(t.options)))
     return found

@@ -33,8 +33,16 @@ class WorkflowRun:
     check_run_id: str = ""
 
     def effective_check_run_id(self) -> str:
-        # As the shipped action does when `job.check_run_id` is not available.
-        return self.check_run_id or f"{self.run_id}-{self.run_attempt}"
+        """`job.check_run_id`, else one derived from the run (same for both callbacks).
+
+        The shipped action falls back to "<run_id>-<run_attempt>"; relays that key
+        check runs by an integer (ours does) need digits, so digits when possible.
+        """
+        if self.check_run_id:
+            return self.check_run_id
+        if self.run_id.isdigit() and self.run_attempt.isdigit():
+            return f"{self.run_id}{int(self.run_attempt):03d}"
+        return f"{self.run_id}-{self.run_attempt}"
 
 
 def iso_utc(when: datetime) -> str:
@@ -82,6 +90,7 @@ def build_callback_body(
     test_results: Mapping[str, int] | None = None,
     artifact_url: str = "",
     extra: Mapping[str, Any] | None = None,
+    selection: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body POSTed to `/github/callback`."""
     if status not in STATUSES:
@@ -109,6 +118,8 @@ def build_callback_body(
         workflow["artifact_url"] = artifact_url
     if extra:
         workflow.update(extra)
-    body = {key: value for key, value in client_payload.items() if key != "workflow"}
+    body = {k: v for k, v in client_payload.items() if k not in ("workflow", "selection")}
     body["workflow"] = workflow
+    if selection:
+        body["selection"] = dict(selection)
     return body

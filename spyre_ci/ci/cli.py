@@ -6,6 +6,7 @@ pure decision (`plan`, `junit`, `callback`), do the I/O, write `GITHUB_OUTPUT`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import click
 
-from spyre_ci.ci import runner_env, steps
+from spyre_ci.ci import runner_env, selection_report, steps
 from spyre_ci.ci.callback import (
     BadCallback,
     build_callback_body,
@@ -253,6 +254,12 @@ def callback_command(
 @click.option("--upstream-sha", default="", help="The tested upstream SHA (nightly/manual runs).")
 @click.option("--artifact-url", default="")
 @click.option("--conclusion", default=None, help="Override the computed conclusion.")
+@click.option(
+    "--selection-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The selection's output (selection.json, report.html): sent with the callback.",
+)
 @CALLBACK_URL
 @AUDIENCE
 @JOB_NAME
@@ -266,6 +273,7 @@ def report_command(
     conclusion: str | None,
     callback_url: str,
     audience: str,
+    selection_dir: Path | None,
     job_name: str | None,
     state_file: Path | None,
 ) -> None:
@@ -287,12 +295,22 @@ def report_command(
         conclusion=final,
         test_results=counts.as_test_results() if plan.run else None,
         artifact_url=artifact_url,
+        selection=_selection(selection_dir) if plan.run else None,
     )
     runner_env.write_outputs(
         {"conclusion": final, "test_results": json.dumps(counts.as_test_results())}
     )
     click.echo(f"conclusion {final}: {counts.as_test_results()}", err=True)
     _send(body, callback_url, audience)
+
+
+def _selection(selection_dir: Path | None) -> dict[str, Any] | None:
+    if selection_dir is None:
+        return None
+    try:
+        return selection_report.attachment(selection_dir)
+    except selection_report.BadSelection as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 def _counts(junit_dir: Path | None) -> TestCounts:
@@ -326,3 +344,39 @@ def _started_at(state_file: Path) -> datetime:
 
 def register(group: click.Group) -> None:
     group.add_command(ci_group)
+
+
+@ci_group.command("run-workflow")
+@click.option("--event-name", default="repository_dispatch", show_default=True)
+@click.option(
+    "--event-path", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True
+)
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--upstream-url", required=True, help="git URL or path of the upstream repository")
+@click.option(
+    "--repository", default="local/spyre-ci", show_default=True, help="plays GITHUB_REPOSITORY"
+)
+@click.option("--server-url", default="http://127.0.0.1", show_default=True)
+@click.option("--run-id", default=None, help="plays GITHUB_RUN_ID (default: random)")
+@click.option("--shards", type=click.IntRange(1, 64), default=1, show_default=True)
+def run_workflow_command(
+    event_name: str, event_path: Path, workdir: Path, upstream_url: str, repository: str,
+    server_url: str, run_id: str | None, shards: int,
+) -> None:  # fmt: skip
+    """Run upstream-dispatch.yml's jobs here, step by step (the relay's local target)."""
+    from spyre_ci.ci.local_workflow import LocalRun, run_local_workflow
+
+    event = json.loads(event_path.read_text())
+    run = LocalRun(
+        event_name=event_name, event=event, workdir=workdir, upstream_url=upstream_url,
+        repository=repository, server_url=server_url, shards=shards,
+    )  # fmt: skip
+    if run_id:
+        run = dataclasses.replace(run, run_id=run_id)
+    result = run_local_workflow(run)
+    for step in result.steps:
+        mark = "ok " if step.returncode == 0 else "ERR"
+        click.echo(f"[{mark}] {step.job:<22} {' '.join(step.command[3:])[:110]}  (log: {step.log})")
+    click.echo(f"conclusion: {result.conclusion or 'not reported'}")
+    if result.jobs["report"].result != "success":
+        raise SystemExit(1)

@@ -1,0 +1,233 @@
+"""Run upstream-dispatch.yml's jobs on this machine, step by step, as GitHub would.
+
+Used by the relay's built-in local target and by the end-to-end test's fake
+GitHub: each step is the same `spyre-ci ci ...` command line the workflow runs, in
+a subprocess with a workflow-like environment (GITHUB_EVENT_PATH, GITHUB_OUTPUT,
+GITHUB_JOB, RUNNER_TEMP, ...). Jobs follow the workflow's rules: a failed step
+skips the rest of its job, `test` runs only when something was selected (one
+shard after the other), `report` always runs and gets `needs` as GitHub builds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SPYRE_CI = [sys.executable, "-m", "spyre_ci"]
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """What the local run needs to know; everything else comes from the event."""
+
+    event_name: str
+    event: Mapping[str, Any]
+    workdir: Path
+    upstream_url: str
+    repository: str = "local/spyre-ci"  # plays GITHUB_REPOSITORY
+    server_url: str = "http://127.0.0.1"
+    shards: int = 2
+    run_id: str = field(default_factory=lambda: str(uuid.uuid4().int % 10**10))
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # tokens, callback URL
+
+
+@dataclass
+class JobOutcome:
+    result: str = "skipped"  # success | failure | skipped (GitHub's needs.<job>.result)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StepRecord:
+    job: str
+    command: list[str]
+    returncode: int
+    log: Path
+
+
+@dataclass
+class WorkflowResult:
+    jobs: dict[str, JobOutcome]
+    steps: list[StepRecord]
+
+    @property
+    def conclusion(self) -> str:
+        return self.jobs["report"].outputs.get("conclusion", "")
+
+
+def parse_github_output(text: str) -> dict[str, str]:
+    """Read a GITHUB_OUTPUT file: `key=value` lines and `key<<MARKER` heredocs."""
+    values: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            key, marker = line.split("<<", 1)
+            body = []
+            for inner in lines:
+                if inner == marker:
+                    break
+                body.append(inner)
+            values[key] = "\n".join(body)
+        elif "=" in line:
+            key, value = line.split("=", 1)
+            values[key] = value
+    return values
+
+
+class _Runner:
+    def __init__(self, run: LocalRun) -> None:
+        self.run = run
+        self.steps: list[StepRecord] = []
+        run.workdir.mkdir(parents=True, exist_ok=True)
+        self.event_path = run.workdir / "event.json"
+        self.event_path.write_text(json.dumps(run.event))
+
+    def env(self, job: str, output: Path) -> dict[str, str]:
+        temp = self.run.workdir / "runner-temp" / job
+        temp.mkdir(parents=True, exist_ok=True)
+        return {
+            **os.environ,
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": self.run.event_name,
+            "GITHUB_EVENT_PATH": str(self.event_path),
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_JOB": job,
+            "GITHUB_WORKFLOW": "upstream-dispatch",
+            "GITHUB_REPOSITORY": self.run.repository,
+            "GITHUB_SERVER_URL": self.run.server_url,
+            "GITHUB_RUN_ID": self.run.run_id,
+            "GITHUB_RUN_ATTEMPT": "1",
+            "RUNNER_TEMP": str(temp),
+            **self.run.extra_env,
+        }
+
+    def step(self, job: JobOutcome, name: str, *args: str) -> bool:
+        """Run one step of `job` unless an earlier one failed; collect its outputs."""
+        if job.result == "failure":
+            return False
+        index = len(self.steps)
+        output = self.run.workdir / "outputs" / f"{index:02d}-{name}.txt"
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.touch()
+        log = self.run.workdir / "logs" / f"{index:02d}-{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        command = [*SPYRE_CI, "ci", *args]
+        with log.open("w") as sink:
+            code = subprocess.run(
+                command,
+                env=self.env(name.split("-")[0], output),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                cwd=self.run.workdir,
+                check=False,
+            ).returncode
+        self.steps.append(StepRecord(name, command, code, log))
+        job.outputs.update(parse_github_output(output.read_text()))
+        job.result = "success" if code == 0 else "failure"
+        return code == 0
+
+
+def run_local_workflow(run: LocalRun) -> WorkflowResult:
+    """Run the select, test and report jobs; the report job always runs."""
+    runner = _Runner(run)
+    selection = run.workdir / "selection"
+    pytorch = run.workdir / "pytorch"
+    junit = run.workdir / "junit"
+    plan = str(selection / "plan.json")
+
+    select = JobOutcome(result="success")
+    runner.step(select, "select-plan", "plan", "--write", plan)
+    if select.outputs.get("run") == "true":
+        runner.step(
+            select,
+            "select-checkout",
+            "checkout",
+            "--plan",
+            plan,
+            "--upstream-url",
+            run.upstream_url,
+            "--dest",
+            str(pytorch),
+        )
+        runner.step(
+            select,
+            "select-select",
+            "select",
+            "--plan",
+            plan,
+            "--pytorch-repo",
+            str(pytorch),
+            "--out",
+            str(selection),
+            "--shards",
+            str(run.shards),
+        )
+
+    test = JobOutcome()
+    if select.result == "success" and select.outputs.get("has_tests") == "true":
+        test.result = "success"
+        for shard in _shards(select.outputs.get("matrix", "")):
+            leg = JobOutcome(result="success")
+            runner.step(
+                leg,
+                f"test-{shard}-checkout",
+                "checkout",
+                "--plan",
+                plan,
+                "--upstream-url",
+                run.upstream_url,
+                "--dest",
+                str(pytorch),
+            )
+            runner.step(
+                leg,
+                f"test-{shard}-run",
+                "test",
+                "--selection",
+                str(selection),
+                "--shard",
+                shard,
+                "--pytorch-src",
+                str(pytorch),
+                "--junit",
+                str(junit / f"shard-{shard}.xml"),
+            )
+            if leg.result == "failure":
+                test.result = "failure"
+
+    needs = {
+        "select": {"result": select.result, "outputs": select.outputs},
+        "test": {"result": test.result, "outputs": {}},
+    }
+    report = JobOutcome(result="success")
+    runner.step(report, "report-callback", "callback", "--status", "in_progress")
+    runner.step(
+        report,
+        "report-report",
+        "report",
+        "--junit-dir",
+        str(junit),
+        "--needs",
+        json.dumps(needs),
+        "--upstream-sha",
+        select.outputs.get("head_sha", ""),
+        "--selection-dir",
+        str(selection),
+    )
+    return WorkflowResult({"select": select, "test": test, "report": report}, runner.steps)
+
+
+def _shards(matrix_json: str) -> list[str]:
+    try:
+        matrix = json.loads(matrix_json) if matrix_json else {}
+    except json.JSONDecodeError:
+        return []
+    return [str(entry["shard"]) for entry in matrix.get("include", []) if "shard" in entry]

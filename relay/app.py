@@ -29,6 +29,7 @@ ROUTER_FACTORIES: list[str] = [
     "relay.webhook.endpoint:router",
     "relay.callbacks.endpoint:router",  # issue 7: /github/callback, /api/crcr/results
     "relay.dashboard.app:router",  # issue 8: /crcr pages, /api/crcr JSON, /selection/{id}
+    "relay.local_target:issuer_router",  # issue 9: /local-oidc, the local target's OIDC issuer
 ]
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from test_manifests.model import Loc, Manifest, Mode, Precision, canonical_dtype
 
+DEFAULT_TOLERANCE_RULE = "default tolerance (1e-3)"
+
 
 @dataclass(frozen=True)
 class TestInstance:
@@ -80,6 +82,16 @@ class Resolution:
     @property
     def runs(self) -> bool:
         return self.reused and self.mode is not Mode.SKIP
+
+    @property
+    def tolerance_overrides_upstream(self) -> bool:
+        """Op/module/test-level precision replaces upstream's; the default and the global
+        dtype precision only loosen it (an upstream precisionOverride stays if looser)."""
+        decided = self.decisions.get("tolerance")
+        return decided is not None and decided.rule not in (
+            DEFAULT_TOLERANCE_RULE,
+            "global.supported_dtypes[].precision",
+        )
 
     def explanation(self) -> str:
         return "\n".join(f"{k}: {d}" for k, d in self.decisions.items())

@@ -146,11 +146,10 @@ def manifest_test_base(manifest: Manifest, roots: PathRoots) -> type:
             resolution: Resolution | None = getattr(method, RESOLUTION_ATTR, None)
             if resolution is None or resolution.instance.dtype is None:
                 return
-            decided = resolution.decisions.get("tolerance")
             atol = resolution.tolerance.atol or DEFAULT_TOLERANCE
             rtol = resolution.tolerance.rtol or DEFAULT_TOLERANCE
-            if decided is not None and decided.rule.startswith("default"):
-                # The default only loosens: an upstream precisionOverride stays.
+            if not resolution.tolerance_overrides_upstream:
+                # The defaults only loosen: an upstream precisionOverride stays.
                 case: Any = self
                 current: tuple[float, float] = (case.precision, case.rel_tol)
                 atol, rtol = max(current[0], atol), max(current[1], rtol)

@@ -46,13 +46,16 @@ class Catalog:
     modules: frozenset[str] = frozenset()
 
     def op_known(self, name: str) -> bool:
-        return name in self.ops or any(
-            full.split(".", 1)[0] == name for full in self.ops if "." in full
-        )
+        return name in self.ops or any(self._variant_of(full, name) for full in self.ops)
+
+    @staticmethod
+    def _variant_of(full: str, name: str) -> bool:
+        """`nn.functional.pad.constant` is a variant of `nn.functional.pad`."""
+        return full.startswith(f"{name}.") and "." not in full[len(name) + 1 :]
 
     def op_dtypes(self, name: str) -> frozenset[str]:
         return frozenset().union(
-            *(d for full, d in self.ops.items() if full == name or full.startswith(f"{name}."))
+            *(d for full, d in self.ops.items() if full == name or self._variant_of(full, name))
         )
 
 

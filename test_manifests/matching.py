@@ -122,9 +122,16 @@ def module_matches(manifest_name: str, module_name: str) -> bool:
     return module_key(manifest_name) == module_key(module_name)
 
 
-_VARIANT_RE = re.compile(r"_(" + "|".join(DEVICE_SUFFIXES) + r")(_[a-z0-9_]+)?$")
+_DTYPE_SUFFIX = r"(float16|bfloat16|float32|float64|complex32|complex64|complex128|int8|int16|int32|int64|uint8|uint16|uint32|uint64|bool|float8_\w+)"
+_VARIANT_RE = re.compile(
+    r"_(spyre|privateuse1)(_\w+)?$|_(" + "|".join(DEVICE_SUFFIXES) + r")(_" + _DTYPE_SUFFIX + r")+$"
+)
 
 
 def looks_like_variant(method_name: str) -> bool:
-    """True for generated names such as `test_add_cpu_float32` (a method name is required)."""
+    """True for generated names (`test_add_spyre_float16`, `test_x_cpu_float32`).
+
+    A method name is required; a variant name matches nothing. (`test_compare_cpu` is a
+    real method name: a device suffix alone is a variant only for our own device.)
+    """
     return _VARIANT_RE.search(method_name) is not None

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from test_manifests.decisions import Ctx, Resolution, TestInstance, mark_name
+from test_manifests.decisions import (
+    DEFAULT_TOLERANCE_RULE,
+    Ctx,
+    Resolution,
+    TestInstance,
+    mark_name,
+)
 from test_manifests.matching import PathRoots
 from test_manifests.model import (
     DEFAULT_TOLERANCE,
@@ -66,7 +72,7 @@ def _tolerance(ctx: Ctx, entry: TestEntry | None, tloc: Loc) -> Precision:
     inst, manifest = ctx.instance, ctx.manifest
     default = Precision(atol=DEFAULT_TOLERANCE, rtol=DEFAULT_TOLERANCE)
     if inst.dtype is None:
-        ctx.decide("tolerance", "atol=0.001 rtol=0.001", "default tolerance", ())
+        ctx.decide("tolerance", "atol=0.001 rtol=0.001", DEFAULT_TOLERANCE_RULE, ())
         return default
     candidates: list[tuple[str, Loc, list[DtypeItem]]] = []
     if entry is not None:
@@ -115,7 +121,7 @@ def _tolerance(ctx: Ctx, entry: TestEntry | None, tloc: Loc) -> Precision:
                     "tolerance", f"atol={tol.atol} rtol={tol.rtol}", rule, (*loc, i, "precision")
                 )
                 return tol
-    ctx.decide("tolerance", "atol=0.001 rtol=0.001", "default tolerance (1e-3)", ())
+    ctx.decide("tolerance", "atol=0.001 rtol=0.001", DEFAULT_TOLERANCE_RULE, ())
     return default
 
 

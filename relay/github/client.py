@@ -103,3 +103,9 @@ class GitHubClient:
 
     def close(self) -> None:
         self._http.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

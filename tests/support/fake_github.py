@@ -128,7 +128,9 @@ class FakeGitHub:
         min_write_interval: float = 0.0,
         token_ttl: float = 3600.0,
         routers: tuple[Callable[[FakeGitHub], APIRouter], ...] = (),
+        now: Callable[[], float] = time.time,
     ) -> None:
+        self.now = now  # GitHub's clock (JWT times, token expiry); tests may share a ManualClock
         self.app_id = app_id
         self.private_key_pem, self._public_key = _make_key()
         self.static_tokens = set(tokens)
@@ -230,7 +232,7 @@ class FakeGitHub:
                 return JSONResponse({"message": "Requires authentication"}, status_code=401)
             if token not in self.static_tokens:
                 issued = self.installation_tokens.get(token)
-                if issued is None or issued[1] <= time.time():
+                if issued is None or issued[1] <= self.now():
                     return JSONResponse({"message": "Bad credentials"}, status_code=401)
                 if repo is not None and issued[0].lower() != repo.lower():
                     return JSONResponse(
@@ -265,12 +267,19 @@ class FakeGitHub:
                 token,
                 self._public_key,
                 algorithms=["RS256"],
-                options={"require": ["iat", "exp", "iss"]},
-                leeway=60,
+                options={
+                    "require": ["iat", "exp", "iss"],
+                    "verify_exp": False,
+                    "verify_iat": False,
+                },
             )
         except jwt.PyJWTError as exc:
             return JSONResponse(
                 {"message": f"A JSON web token could not be decoded: {exc}"}, status_code=401
+            )
+        if not claims["iat"] - 60 <= self.now() < claims["exp"]:
+            return JSONResponse(
+                {"message": "'Issued at' or 'Expiration time' claim is invalid"}, status_code=401
             )
         if str(claims["iss"]) != self.app_id or claims["exp"] - claims["iat"] > 660:
             return JSONResponse(
@@ -332,7 +341,7 @@ class FakeGitHub:
                 if repo is None:
                     return JSONResponse({"message": "Not Found"}, status_code=404)
                 token = "ghs_" + secrets.token_hex(18)
-                expires = time.time() + fake.token_ttl
+                expires = fake.now() + fake.token_ttl
                 fake.installation_tokens[token] = (repo, expires)
                 fake.tokens_issued += 1
             stamp = datetime.fromtimestamp(expires, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

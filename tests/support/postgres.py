@@ -104,6 +104,9 @@ class PostgresServer:
         return self.url(name)
 
     def stop(self) -> None:
+        """Stop at once (immediate mode) and remove the data directory; idempotent."""
+        if not self.datadir.exists():
+            return
         try:
             self._run(
                 str(self.bindir / "pg_ctl"),

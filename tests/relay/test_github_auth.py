@@ -1,0 +1,114 @@
+"""GitHub App authentication and write pacing against the fake GitHub."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from relay.clock import ManualClock
+from relay.config import GitHubConfig
+from relay.github.client import GitHubClient, WritePacer
+from relay.github.errors import GitHubRetryableError
+from tests.relay.conftest import dispatching_config
+from tests.support.fake_github import FakeGitHub
+from tests.support.relay_server import InProcessRelay, fixture_body, post_webhook
+
+
+def _app_config(fake: FakeGitHub, **fields: object) -> GitHubConfig:
+    return GitHubConfig.model_validate(
+        {
+            "api_url": fake.url,
+            "app_id": fake.app_id,
+            "private_key": fake.private_key_pem,
+            "min_write_interval_seconds": 0,
+            **fields,
+        }
+    )
+
+
+def _dispatch(client: GitHubClient, repo: str) -> httpx.Response:
+    return client.request(
+        "POST",
+        f"/repos/{repo}/dispatches",
+        repo=repo,
+        json={"event_type": "push", "client_payload": {"delivery_id": "x"}},
+    )
+
+
+def test_app_installation_tokens_are_per_repository_and_cached(fake_github: FakeGitHub) -> None:
+    with GitHubClient(_app_config(fake_github), clock=ManualClock(time.time())) as client:
+        for repo in ("org/a", "org/b", "org/a", "org/b"):
+            assert _dispatch(client, repo).status_code == 204
+    assert fake_github.tokens_issued == 2
+    tokens = {d.repo: d.token for d in fake_github.dispatches}
+    assert tokens["org/a"] != tokens["org/b"] and all(t.startswith("ghs_") for t in tokens.values())
+
+
+def test_a_token_is_renewed_shortly_before_its_hour_is_up() -> None:
+    clock = ManualClock(time.time())
+    with (
+        FakeGitHub(now=clock.now) as fake_github,
+        GitHubClient(_app_config(fake_github), clock=clock) as client,
+    ):
+        _dispatch(client, "org/a")
+        clock.advance(3600 - 400)  # still > 5 minutes left: cached
+        _dispatch(client, "org/a")
+        assert fake_github.tokens_issued == 1
+        clock.advance(200)  # < 5 minutes left: renewed before GitHub would refuse it
+        _dispatch(client, "org/a")
+        assert fake_github.tokens_issued == 2
+
+
+def test_an_app_key_github_does_not_know_is_refused() -> None:
+    with FakeGitHub(app_id="1") as fake:
+        config = GitHubConfig.model_validate(
+            {
+                "api_url": fake.url,
+                "app_id": "2",
+                "private_key": fake.private_key_pem,
+                "min_write_interval_seconds": 0,
+            }
+        )
+        with GitHubClient(config) as client, pytest.raises(GitHubRetryableError, match="401"):
+            _dispatch(client, "org/a")
+
+
+def test_the_worker_dispatches_with_app_auth(
+    sqlite_url: str, allowlist: object, fake_github: FakeGitHub
+) -> None:
+    config = dispatching_config(
+        sqlite_url,
+        fake_github,
+        github={
+            "token": None,
+            "app_id": fake_github.app_id,
+            "private_key": fake_github.private_key_pem,
+        },
+    )
+    with InProcessRelay(config, allowlist=allowlist) as relay:
+        post_webhook(relay.url, "push", fixture_body("push"), delivery_id="app")
+        assert relay.worker().run_once(limit=10) == 3
+    assert len(fake_github.dispatches) == 3 and fake_github.tokens_issued == 3
+
+
+def test_pacer_spaces_writes_and_caps_them_per_minute() -> None:
+    clock = ManualClock(0.0)
+    pacer = WritePacer(min_interval=1.0, per_minute=3, clock=clock)
+    times = []
+    for _ in range(5):
+        pacer.wait_turn()
+        times.append(clock.now())
+    assert times == [0.0, 1.0, 2.0, 60.0, 61.0]
+
+
+def test_paced_writes_never_trip_the_secondary_limit() -> None:
+    with FakeGitHub(min_write_interval=0.2) as fake:
+        config = GitHubConfig.model_validate(
+            {"api_url": fake.url, "token": "test-token", "min_write_interval_seconds": 0.25}
+        )
+        with GitHubClient(config) as client:
+            for i in range(4):
+                assert _dispatch(client, f"org/r{i}").status_code == 204
+        assert [r.status for r in fake.requests] == [204] * 4

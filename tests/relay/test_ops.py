@@ -1,0 +1,248 @@
+"""Operations: configuration errors, /healthz, /metrics, structured logs, the CLI, retention."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from relay.cli import relay_group
+from relay.config import ConfigError, load_config
+from relay.logs import JsonFormatter
+from relay.outbox import enqueue, list_dead_letters
+from tests.relay.conftest import dispatching_config, make_config
+from tests.support.fake_github import FakeGitHub, Fault
+from tests.support.postgres import PostgresServer, postgres_bin
+from tests.support.relay_server import TEST_SECRET, InProcessRelay, fixture_body, post_webhook
+
+# --- configuration -------------------------------------------------------------
+
+
+def test_yaml_and_environment_are_merged(tmp_path: Path) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"webhook_secrets": ["from-file"], "github": {"token": "t", "timeout_seconds": 3}}
+        )
+    )
+    config = load_config(
+        path,
+        {
+            "SPYRE_RELAY_WEBHOOK_SECRETS": "new, old",
+            "SPYRE_RELAY_GITHUB__TIMEOUT_SECONDS": "7",
+            "SPYRE_RELAY_STORE_URL": "postgresql://db/relay",
+        },
+    )
+    assert config.secret_bytes() == [b"new", b"old"]
+    assert config.github.timeout_seconds == 7 and config.github.token is not None
+    assert config.store_url == "postgresql://db/relay"
+
+
+@pytest.mark.parametrize(
+    ("data", "env", "expected"),
+    [
+        (
+            {},
+            {},
+            "webhook_secrets: Field required (YAML key 'webhook_secrets' or variable SPYRE_RELAY_WEBHOOK_SECRETS)",
+        ),
+        (
+            {"webhook_secrets": ["s"], "retention_days": 1},
+            {},
+            "retention_days: Input should be greater than or equal to 3",
+        ),
+        (
+            {"webhook_secrets": ["s"]},
+            {"SPYRE_RELAY_WORKER__MAX_ATTEMPTS": "many"},
+            "worker.max_attempts",
+        ),
+        (
+            {"webhook_secrets": ["s"], "github": {"app_id": "1"}},
+            {},
+            "needs both app_id and private_key",
+        ),
+        ({"webhook_secrets": ["s"], "upstream_repo": "pytorch"}, {}, "must be owner/repo"),
+        (
+            {"webhook_secrets": ["s"], "typo_field": 1},
+            {},
+            "typo_field: Extra inputs are not permitted",
+        ),
+    ],
+)
+def test_invalid_configuration_names_the_field(
+    tmp_path: Path, data: dict[str, object], env: dict[str, str], expected: str
+) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env)
+    assert str(path) in str(caught.value) and expected in str(caught.value)
+
+
+def test_unreadable_or_non_mapping_configuration(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read relay configuration"):
+        load_config(tmp_path / "missing.yaml", {})
+    (tmp_path / "list.yaml").write_text("- a\n")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_config(tmp_path / "list.yaml", {})
+
+
+def test_cli_reports_configuration_errors_and_exits_non_zero(tmp_path: Path) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text("webhook_secrets: []\n")
+    result = CliRunner().invoke(relay_group, ["status", "--config", str(path)], env={})
+    assert result.exit_code == 1 and "webhook_secrets" in result.output
+
+
+# --- health and metrics -----------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (make sysdeps)")
+def test_healthz_and_webhooks_answer_503_while_the_database_is_down(allowlist: object) -> None:
+    server = PostgresServer(postgres_bin()).start()  # type: ignore[arg-type]
+    try:
+        with InProcessRelay(
+            make_config(server.new_database(), store_timeout_seconds=1), allowlist=allowlist
+        ) as relay:
+            assert httpx.get(f"{relay.url}/healthz").json() == {"status": "ok", "store": "postgres"}
+            server.stop()
+            assert httpx.get(f"{relay.url}/healthz", timeout=10).status_code == 503
+            response = post_webhook(relay.url, "push", fixture_body("push"))
+            assert response.status_code == 503 and "unavailable" in response.json()["error"]
+    finally:
+        server.stop()
+
+
+def test_metrics_count_deliveries_dispatches_retries_and_queue_depth(
+    dispatching_relay: InProcessRelay, fake_github: FakeGitHub
+) -> None:
+    fake_github.inject(Fault.status_code(500, path="/repos/org/stable/"))
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="m1")
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="m1")
+    post_webhook(dispatching_relay.url, "push", fixture_body("push"), secret="wrong")
+    text = httpx.get(f"{dispatching_relay.url}/metrics").text
+    assert 'relay_queue_depth{kind="dispatch",state="pending"} 3.0' in text
+    dispatching_relay.worker().run_once(limit=10)
+    text = httpx.get(f"{dispatching_relay.url}/metrics").text
+    assert 'relay_deliveries_total{event="push",result="dispatch"} 1.0' in text
+    assert 'relay_deliveries_total{event="push",result="duplicate"} 1.0' in text
+    assert 'relay_deliveries_total{event="push",result="rejected_401"} 1.0' in text
+    assert 'relay_job_attempts_total{kind="dispatch",result="ok"} 2.0' in text
+    assert 'relay_job_attempts_total{kind="dispatch",result="retry"} 1.0' in text
+    assert 'relay_dispatch_latency_seconds_count{kind="dispatch"} 2.0' in text
+    assert 'relay_queue_depth{kind="dispatch",state="pending"} 1.0' in text
+
+
+def test_logs_are_json_lines_carrying_the_delivery_id(
+    dispatching_relay: InProcessRelay, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="relay"):
+        post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="log-me")
+        dispatching_relay.worker().run_once(limit=10)
+    records = [r for r in caplog.records if getattr(r, "delivery_id", None) == "log-me"]
+    assert {r.name for r in records} >= {"relay.webhook", "relay.worker"}
+    line = json.loads(JsonFormatter().format(records[-1]))
+    assert line["delivery_id"] == "log-me" and line["level"] == "info" and "target" in line
+
+
+# --- the CLI ----------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, config: object) -> Path:
+    path = tmp_path / "cli.yaml"
+    data = config.model_dump(mode="json")  # type: ignore[attr-defined]
+    data["webhook_secrets"] = [TEST_SECRET]
+    data["github"]["token"] = "test-token"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_status_dead_letters_and_requeue(
+    tmp_path: Path, sqlite_url: str, allowlist: object, fake_github: FakeGitHub
+) -> None:
+    config = dispatching_config(sqlite_url, fake_github, worker={"max_attempts": 1})
+    path = _write(tmp_path, config)
+    fake_github.inject(Fault.status_code(502, path="/repos/org/observed/"))
+    runner = CliRunner()
+    with InProcessRelay(config, allowlist=allowlist) as relay:
+        post_webhook(relay.url, "push", fixture_body("push"), delivery_id="cli-1")
+        status = json.loads(
+            runner.invoke(relay_group, ["status", "--config", str(path), "--json"]).output
+        )
+        assert status["pending"] == {"dispatch": 3} and status["dead_letters"] == 0
+        assert status["oldest_pending_age_seconds"] >= 0
+        relay.worker().run_once(limit=10)
+        listed = runner.invoke(relay_group, ["dead-letters", "--config", str(path)])
+        assert (
+            listed.exit_code == 0 and "org/observed" in listed.output and "cli-1" in listed.output
+        )
+        human = runner.invoke(relay_group, ["status", "--config", str(path)])
+        assert "dead letters: 1" in human.output
+        [dead] = list_dead_letters(relay.state.store)
+        requeued = runner.invoke(
+            relay_group, ["dead-letters", "--config", str(path), "--requeue", dead["job_id"]]
+        )
+        assert requeued.output.strip() == "requeued 1 job(s)"
+        relay.worker().run_once(limit=10)
+    assert sorted(fake_github.dispatched_pairs()) == [
+        ("cli-1", "org/observed"),
+        ("cli-1", "org/onboarding"),
+        ("cli-1", "org/stable"),
+    ]
+
+
+def test_send_test_event_signs_and_posts(tmp_path: Path, relay: InProcessRelay) -> None:
+    path = _write(tmp_path, relay.state.config)
+    payload = tmp_path / "push.json"
+    payload.write_bytes(fixture_body("push"))
+    result = CliRunner().invoke(
+        relay_group,
+        [
+            "send-test-event",
+            "--config",
+            str(path),
+            "--url",
+            relay.url,
+            "--event",
+            "push",
+            "--payload",
+            str(payload),
+            "--delivery-id",
+            "cli-evt",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("202 ") and '"delivery_id":"cli-evt"' in result.output
+
+
+# --- retention -------------------------------------------------------------------
+
+
+def test_worker_prunes_after_the_retention_window(
+    sqlite_url: str, allowlist: object, fake_github: FakeGitHub
+) -> None:
+    from relay.worker import prune_task
+
+    with InProcessRelay(dispatching_config(sqlite_url, fake_github), allowlist=allowlist) as relay:
+        post_webhook(relay.url, "push", fixture_body("push"), delivery_id="old")
+        relay.worker().run_once(limit=10)
+        store = relay.state.store
+        with store.transaction() as tx:
+            tx.execute("UPDATE deliveries SET received_at = ?", (time.time() - 3.1 * 86400,))
+            tx.execute("UPDATE outbox SET done_at = ?", (time.time() - 3.1 * 86400,))
+            tx.execute("UPDATE dispatches SET dispatched_at = ?", (time.time() - 2.9 * 86400,))
+            enqueue(
+                tx, kind="dispatch", target="org/x", body={}, dedupe_key="fresh", now=time.time()
+            )
+        prune_task(relay.state)
+        with store.transaction(write=False) as tx:
+            assert tx.scalar("SELECT COUNT(*) FROM deliveries") == 0
+            assert tx.scalar("SELECT COUNT(*) FROM outbox") == 1  # the pending one stays
+            assert tx.scalar("SELECT COUNT(*) FROM dispatches") == 3  # younger than 3 days

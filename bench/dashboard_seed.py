@@ -206,7 +206,25 @@ def _many(tx, table: str, width: int, rows: list[tuple], columns: str) -> None: 
 
 
 def _seed_outbox(store: Store, now: float) -> None:
+    """25 dispatches waiting, one dead letter, and 3 days of done jobs (the retention)."""
     with store.transaction() as tx:
+        for n in range(3 * 300 * len(BACKENDS)):
+            at = now - 3 * DAY + n * 8.64
+            tx.execute(
+                "INSERT INTO outbox (job_id, kind, dedupe_key, delivery_id, target, body, state,"
+                " attempts, next_attempt_at, created_at, done_at) VALUES (?, ?, ?, ?, ?, '{}',"
+                " 'done', 1, ?, ?, ?)",
+                (
+                    f"done{n}",
+                    "dispatch" if n % 3 else "hud",
+                    f"kd{n}",
+                    f"d-{n:07d}",
+                    BACKENDS[n % len(BACKENDS)][0],
+                    at,
+                    at,
+                    at + 1,
+                ),
+            )
         for n in range(25):
             tx.execute(
                 "INSERT INTO outbox (job_id, kind, dedupe_key, delivery_id, target, body, state,"

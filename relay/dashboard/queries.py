@@ -71,15 +71,26 @@ def dispatched_level(tx: Tx, repo: str) -> str | None:
     return None if row is None or row["level"] is None else str(row["level"])
 
 
-def conclusion_counts(tx: Tx, repo: str, since: float, recent: float) -> dict[str, tuple[int, int]]:
-    """conclusion -> (jobs completed since `since`, of which since `recent`)."""
-    rows = tx.fetchall(
-        "SELECT conclusion, COUNT(*) AS n,"
-        " SUM(CASE WHEN completed_received_at >= ? THEN 1 ELSE 0 END) AS recent"
-        " FROM job_runs WHERE repo = ? AND completed_received_at >= ? GROUP BY conclusion",
-        (recent, repo, since),
+def pass_counts(tx: Tx, repo: str, since: float, recent: float) -> Row:
+    """Passed and decisive jobs completed since `since` and since `recent` (> since).
+
+    One aggregate over the covering window index; no GROUP BY, which would tempt
+    the planner into reading every row of the repository through another index.
+    """
+    decisive = f"conclusion NOT IN ({_NON_DECISIVE_SQL})"
+    row = tx.fetchone(
+        "SELECT"
+        " SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS passed,"
+        f" SUM(CASE WHEN {decisive} THEN 1 ELSE 0 END) AS decisive,"
+        " SUM(CASE WHEN conclusion = 'success' AND completed_received_at >= ?"
+        " THEN 1 ELSE 0 END) AS passed_recent,"
+        f" SUM(CASE WHEN {decisive} AND completed_received_at >= ? THEN 1 ELSE 0 END)"
+        " AS decisive_recent"
+        " FROM job_runs WHERE repo = ? AND completed_received_at >= ?",
+        (recent, recent, repo, since),
     )
-    return {str(r["conclusion"]): (int(r["n"]), int(r["recent"] or 0)) for r in rows}
+    assert row is not None  # an aggregate always yields one row
+    return {k: int(v or 0) for k, v in row.items()}
 
 
 def median_of(tx: Tx, repo: str, since: float, expression: str) -> float | None:

@@ -43,12 +43,6 @@ def pass_rate(conclusions: Iterable[str | None]) -> PassRate:
     return PassRate(passed=passed, decisive=decisive)
 
 
-def pass_rate_from_counts(counts: dict[str, int]) -> PassRate:
-    """Same rule as `pass_rate`, from `{conclusion: count}` (an SQL GROUP BY)."""
-    decisive = sum(n for c, n in counts.items() if c not in NON_DECISIVE)
-    return PassRate(passed=counts.get("success", 0), decisive=decisive)
-
-
 def median(values: Sequence[float]) -> float | None:
     return percentile(values, 50.0)
 

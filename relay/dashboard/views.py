@@ -13,7 +13,7 @@ from typing import Any
 from relay.dashboard import queries, readiness
 from relay.dashboard.presentation import LEVEL_ORDER, job_state, look, selection_digest
 from relay.dashboard.safeurl import allowed_link
-from relay.dashboard.stats import DAY, pass_rate_from_counts
+from relay.dashboard.stats import DAY, PassRate
 from relay.store.base import Row, Tx
 
 SUMMARY_DAYS = 7
@@ -50,15 +50,15 @@ def _repos(tx: Tx) -> list[str]:
 
 
 def backend_summary(tx: Tx, repo: str, level: LevelInfo | None, now: float) -> dict[str, Any]:
-    counts = queries.conclusion_counts(tx, repo, now - 14 * DAY, now - 7 * DAY)
+    counts = queries.pass_counts(tx, repo, now - 14 * DAY, now - 7 * DAY)
     week_ago = now - SUMMARY_DAYS * DAY
     last = queries.last_result(tx, repo)
     return {
         "repo": repo,
         "level": level[0] if level else None,
         "level_since": level[1] if level else None,
-        "pass_7d": pass_rate_from_counts({c: n[1] for c, n in counts.items()}).as_dict(),
-        "pass_14d": pass_rate_from_counts({c: n[0] for c, n in counts.items()}).as_dict(),
+        "pass_7d": PassRate(counts["passed_recent"], counts["decisive_recent"]).as_dict(),
+        "pass_14d": PassRate(counts["passed"], counts["decisive"]).as_dict(),
         "median_queue_7d": queries.median_of(tx, repo, week_ago, "queue_time"),
         "median_execution_7d": queries.median_of(tx, repo, week_ago, "execution_time"),
         "last": _last(last),

@@ -22,13 +22,6 @@ def test_pass_rate_leaves_out_jobs_that_say_nothing_about_health() -> None:
 
 def test_pass_rate_without_decisive_jobs_is_unknown_not_zero() -> None:
     assert stats.pass_rate(["cancelled", "skipped"]).rate is None
-    assert stats.pass_rate_from_counts({}).rate is None
-
-
-def test_pass_rate_from_sql_counts_matches_the_row_rule() -> None:
-    rows = ["success"] * 7 + ["failure"] * 2 + ["neutral"] * 3 + ["timed_out"]
-    counts = {c: rows.count(c) for c in set(rows)}
-    assert stats.pass_rate_from_counts(counts) == stats.pass_rate(rows)
 
 
 @pytest.mark.parametrize(

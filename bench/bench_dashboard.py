@@ -1,0 +1,219 @@
+"""Dashboard render times with real volumes, and the query plans behind each page.
+
+Seeds 30 days x 10 backends x 300 upstream events a day (direct store inserts;
+about 216k job runs, 90k dispatches, 72k selection summaries) into a fresh SQLite
+store, serves it with the real relay (`spyre-ci relay serve`, uvicorn, loopback),
+times every page over HTTP, and prints EXPLAIN QUERY PLAN for each query a page
+runs, flagging full scans of big tables. Target: every page < 300 ms on 2 cores.
+
+Usage: python bench/bench_dashboard.py [--days 30] [--events 300] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from dashboard_seed import BACKENDS, SeedShape, seed  # noqa: E402
+
+from relay.dashboard import grid, metrics, views  # noqa: E402
+from relay.dashboard.explain import page_plans  # noqa: E402
+from relay.store import Store, Tx, open_store  # noqa: E402
+
+TARGET_MS = 300.0
+Builder = Callable[[Tx, float], Any]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pages(store: Store) -> list[tuple[str, str, Builder | None]]:
+    """(label, path, page builder for the query plans) of every page, on recent data."""
+    repo = BACKENDS[0][0]
+    with store.transaction(write=False) as tx:
+        recent = tx.fetchone(
+            "SELECT delivery_id, pr_number, head_sha FROM dispatches WHERE repo = ?"
+            " AND pr_number IS NOT NULL ORDER BY dispatched_at DESC LIMIT 1 OFFSET 20",
+            (repo,),
+        )
+        selection = tx.scalar(
+            "SELECT selection_id FROM selection_reports WHERE delivery_id = ? LIMIT 1",
+            (recent["delivery_id"],) if recent else ("",),
+        )
+    assert recent is not None and selection is not None
+    pr, sha, delivery = int(recent["pr_number"]), str(recent["head_sha"]), recent["delivery_id"]
+    return [
+        ("overview", "/crcr", views.overview),
+        ("overview JSON", "/api/crcr", views.overview),
+        (
+            "backend grid",
+            f"/crcr/{repo}",
+            lambda tx, now: grid.backend_page(tx, repo, now, None, None),
+        ),
+        (
+            "backend, failures only",
+            f"/crcr/{repo}?conclusion=failure",
+            lambda tx, now: grid.backend_page(tx, repo, now, None, "failure"),
+        ),
+        (
+            "backend, nightly only",
+            f"/crcr/{repo}?event=nightly",
+            lambda tx, now: grid.backend_page(tx, repo, now, "nightly", None),
+        ),
+        ("PR", f"/crcr/pr/{pr}", lambda tx, now: grid.change_page(tx, now, pr=pr)),
+        (
+            "commit (prefix)",
+            f"/crcr/commit/{sha[:12]}",
+            lambda tx, now: grid.change_page(tx, now, sha=sha[:12]),
+        ),
+        (
+            "delivery",
+            f"/crcr/deliveries/{delivery}",
+            lambda tx, now: grid.change_page(tx, now, delivery=delivery),
+        ),
+        ("metrics 14 d", "/crcr/metrics", lambda tx, now: metrics.metrics_page(tx, now, 14)),
+        (
+            "metrics 30 d",
+            "/crcr/metrics?days=30",
+            lambda tx, now: metrics.metrics_page(tx, now, 30),
+        ),
+        ("L3 readiness", "/crcr/readiness", views.readiness_table),
+        ("selection report", f"/selection/{selection}", None),
+    ]
+
+
+def _serve(directory: Path, store_url: str) -> tuple[subprocess.Popen[bytes], str]:
+    config = directory / "relay.yaml"
+    config.write_text(yaml.safe_dump({"webhook_secrets": ["bench"], "store_url": store_url}))
+    port = _free_port()
+    log = open(directory / "relay.log", "wb")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "spyre_ci",
+            "relay",
+            "serve",
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"relay did not start:\n{(directory / 'relay.log').read_text()}")
+
+
+def _time(client: httpx.Client, url: str, repeat: int) -> list[float]:
+    answer = client.get(url)  # warm-up (also checks the page works)
+    if answer.status_code != 200:
+        raise SystemExit(f"{url}: HTTP {answer.status_code}: {answer.text[:300]}")
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        client.get(url).raise_for_status()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--events", type=int, default=300, help="upstream events per day")
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
+        directory = Path(tmp)
+        store_url = f"sqlite:///{directory / 'relay.db'}"
+        store = open_store(store_url)
+        store.migrate()
+        now = time.time()
+        start = time.perf_counter()
+        runs = seed(store, now, SeedShape(days=args.days, events_per_day=args.events))
+        print(
+            f"seeded {args.days} d x {len(BACKENDS)} backends x {args.events} events/day:"
+            f" {runs} job runs in {time.perf_counter() - start:.1f} s"
+            f" ({(directory / 'relay.db').stat().st_size / 2**20:.0f} MiB SQLite)"
+        )
+        with store.transaction() as tx:
+            tx.execute("ANALYZE")
+        pages = _pages(store)
+        proc, url = _serve(directory, store_url)
+        failed = []
+        try:
+            with httpx.Client(timeout=30) as client:
+                print(f"\n{'page':<26} {'median ms':>10} {'max ms':>8}  path")
+                for label, path, _ in pages:
+                    samples = _time(client, url + path, args.repeat)
+                    median = statistics.median(samples)
+                    flag = "" if median < TARGET_MS else "  <-- over target"
+                    failed += [label] if flag else []
+                    print(f"{label:<26} {median:>10.1f} {max(samples):>8.1f}  {path}{flag}")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        scans = _print_plans(store, pages, now)
+        store.close()
+    print(
+        f"\ntarget < {TARGET_MS:.0f} ms: {'met by every page' if not failed else 'MISSED: ' + ', '.join(failed)}"
+    )
+    print(f"full scans of big tables: {scans or 'none'}")
+    return 1 if failed or scans else 0
+
+
+def _print_plans(
+    store: Store, pages: list[tuple[str, str, Builder | None]], now: float
+) -> list[str]:
+    print("\nquery plans (EXPLAIN QUERY PLAN), once per distinct query:")
+    seen: set[str] = set()
+    scans: list[str] = []
+    for label, _, build in pages:
+        if build is None:
+            continue
+        for plan in page_plans(store, build, now):
+            if plan.sql in seen:
+                continue
+            seen.add(plan.sql)
+            print(f"\n[{label}] {' '.join(plan.sql.split())[:150]}")
+            for line in plan.lines:
+                print(f"    {line}")
+            scans += [f"{label}: {line}" for line in plan.full_scans()]
+    return scans
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,151 @@
+"""The dashboard in a real headless Chromium, against a relay seeded through its real
+webhook and callback endpoints. Screenshots land in test-artifacts/dashboard/."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.dashboard.conftest import SeededRelay
+from tests.dashboard.seeding import L1_REPO, L2_REPO, L4_REPO, PR_NUMBER, XSS_CAUSE, XSS_JOB
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh context per test; any JavaScript dialog (an XSS payload firing) fails it."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    tab = context.new_page()
+    dialogs: list[str] = []
+    errors: list[str] = []
+    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    yield tab
+    context.close()
+    assert dialogs == [], f"a script ran: {dialogs}"
+    assert errors == [], f"page errors: {errors}"
+
+
+def _no_injected_script_ran(tab: Any) -> None:
+    assert tab.evaluate("() => window.__xss === undefined"), "an injected script ran"
+
+
+def _shot(tab: Any, artifacts: Path, name: str) -> None:
+    tab.screenshot(path=str(artifacts / f"{name}.png"), full_page=True)
+
+
+def test_click_through_overview_backend_change_report(
+    page: Any, seeded_relay: SeededRelay, artifacts: Path
+) -> None:
+    tab = page
+    tab.goto(f"{seeded_relay.url}/crcr")
+    headings = tab.locator("section.level-group h2").all_inner_texts()
+    assert [h.split()[0] for h in headings] == ["L4", "L2", "L1"]
+    l4_row = tab.locator("section.level-group").nth(0).locator("tbody tr")
+    assert l4_row.count() == 1
+    row_text = l4_row.inner_text()
+    assert L4_REPO in row_text and "83.3 %" in row_text and "5/6" in row_text
+    l1_text = tab.locator("section.level-group").nth(2).inner_text()
+    assert L1_REPO in l1_text and "dispatch only" in l1_text
+    health = tab.locator("section.health").inner_text()
+    assert "Dead letters\n0" in health and "Last webhook" in health
+    assert "ago" in health or "just now" in health
+    _shot(tab, artifacts, "01-overview")
+
+    tab.get_by_role("link", name=L4_REPO).click()
+    tab.wait_for_url(f"**/crcr/{L4_REPO}")
+    assert tab.locator("h1").inner_text().startswith(L4_REPO)
+    grid = tab.locator("table.grid")
+    columns = grid.locator("thead th.job").all_inner_texts()
+    assert f"spyre-ci / {XSS_JOB}" in columns  # the job name, shown as text
+    rows = grid.locator("tbody tr")
+    assert rows.count() == 3
+    assert rows.nth(0).locator("th").inner_text().startswith("push")
+    assert rows.nth(2).locator("th").inner_text().startswith(f"PR #{PR_NUMBER}")
+    assert rows.nth(2).locator(".chip.state-failure").count() == 1
+    # The evil URL of test (2/2) is not a link; the repository's own run URLs are.
+    hrefs = grid.locator("a.cell-link").evaluate_all("els => els.map(e => e.href)")
+    assert hrefs and all(h.startswith(f"https://github.com/{L4_REPO}/") for h in hrefs)
+    _no_injected_script_ran(tab)
+    _shot(tab, artifacts, "02-backend")
+
+    # Filters are a plain GET form: they work without JavaScript too.
+    tab.select_option("select[name=conclusion]", "failure")
+    tab.get_by_role("button", name="Filter").click()
+    tab.wait_for_url("**conclusion=failure**")
+    assert tab.locator("table.grid tbody tr").count() == 1
+    _shot(tab, artifacts, "03-backend-failures")
+
+    tab.locator("table.grid tbody tr th a").first.click()
+    tab.wait_for_url(f"**/crcr/pr/{PR_NUMBER}")
+    sections = tab.locator("section.backend")
+    assert sections.locator("h2 a").all_inner_texts() == [L4_REPO, L2_REPO, L1_REPO]
+    l4 = sections.nth(0)
+    assert XSS_JOB in l4.inner_text()
+    assert "940 ✓" in l4.inner_text()
+    stages = l4.locator("ol.stages li").all_inner_texts()
+    assert [s.split()[-1] for s in stages] == ["41", "3120", "1210", "943"]
+    causes = l4.locator("ul.causes li").all_inner_texts()
+    assert causes[0].startswith("aten/src/ATen/native/BinaryOps.cpp")
+    assert causes[1].startswith(XSS_CAUSE)  # shown literally, not as an <img>
+    assert l4.locator("img").count() == 0
+    assert "kept elementwise" in l4.locator("blockquote.rationale").inner_text()
+    assert tab.locator('a[href*="evil.example"]').count() == 0
+    assert "L1 is dispatch only" in sections.nth(2).inner_text()
+    _no_injected_script_ran(tab)
+    _shot(tab, artifacts, "04-pr")
+
+    with tab.expect_response(lambda r: "/selection/" in r.url) as answer:
+        l4.get_by_role("link", name="selection report").click()
+    assert "sandbox" in answer.value.headers["content-security-policy"]
+    assert tab.locator("h1").inner_text() == "Selection report"
+    # The report's own <script> (which would retitle the page) was blocked by the sandbox.
+    assert tab.title() == "Selection report"
+    _shot(tab, artifacts, "05-selection-report")
+
+
+def test_metrics_and_readiness_pages(page: Any, seeded_relay: SeededRelay, artifacts: Path) -> None:
+    tab = page
+    tab.goto(f"{seeded_relay.url}/crcr/metrics?days=7")
+    charts = tab.locator("svg.chart")
+    assert charts.count() == 3
+    assert tab.locator("ul.legend-series li").all_inner_texts() == [L4_REPO, L2_REPO]
+    # Today has data for both backends: one point per backend per chart.
+    assert charts.nth(0).locator("circle").count() == 2
+    _shot(tab, artifacts, "06-metrics")
+
+    tab.get_by_role("link", name="L3 readiness").click()
+    rows = tab.locator("table.readiness tbody tr")
+    assert rows.count() == 3
+    l2 = rows.nth(1).inner_text()
+    assert L2_REPO in l2 and "66.7 %" in l2 and "33.3 %" in l2
+    _shot(tab, artifacts, "07-readiness")
+
+
+def test_pages_read_without_javascript(browser: Any, seeded_relay: SeededRelay) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        tab = context.new_page()
+        for path in ("/crcr", f"/crcr/{L4_REPO}", f"/crcr/pr/{PR_NUMBER}", "/crcr/metrics"):
+            tab.goto(f"{seeded_relay.url}{path}")
+            assert L4_REPO in tab.locator("main").inner_text(), path
+    finally:
+        context.close()
+
+
+def test_empty_and_unknown_states_say_what_to_do(
+    page: Any, seeded_relay: SeededRelay, artifacts: Path
+) -> None:
+    tab = page
+    answer = tab.goto(f"{seeded_relay.url}/crcr/nobody/nothing")
+    assert answer.status == 404
+    assert "not in the allowlist" in tab.locator("main").inner_text()
+    tab.goto(f"{seeded_relay.url}/crcr/pr/999999")
+    assert "No backend has run for this change" in tab.locator("main").inner_text()
+    tab.goto(f"{seeded_relay.url}/crcr/{L2_REPO}?event=push&conclusion=failure")
+    assert "Nothing matches these filters" in tab.locator("main").inner_text()
+    _shot(tab, artifacts, "08-empty-filter")

@@ -77,11 +77,21 @@ def run_on_cpu(
         cpu_kwargs[plan.generator_arg] = _mode.generator()
     if _mode.STATE.strict:
         result = _strict.run(op, plan, cpu_args, cpu_kwargs)
+    elif _has_number_for_tensor(plan, cpu_args):
+        # Let overload resolution pick the Scalar overload, which wraps the number as upstream.
+        result = op.overloadpacket(*cpu_args, **cpu_kwargs)
     else:
         result = op(*cpu_args, **cpu_kwargs)
     for original, cpu_out in scratch:
         _copy_back(original, cpu_out)
     return _wrap_results(plan, result, args, kwargs)
+
+
+def _has_number_for_tensor(plan: OpPlan, args: tuple[Any, ...]) -> bool:
+    return any(
+        i < len(args) and isinstance(args[i], (bool, int, float, complex))
+        for i in plan.tensor_positions
+    )
 
 
 def _out_scratch(
@@ -154,7 +164,17 @@ def to_device_copy(cpu: torch.Tensor) -> torch.Tensor:
 
 
 def _non_overlapping_dense(t: torch.Tensor) -> bool:
-    return t.is_contiguous() or bool(t.is_non_overlapping_and_dense())  # type: ignore[attr-defined]
+    """Whether the strides are a permutation of dense ones (no gaps, no overlap)."""
+    if t.is_contiguous():
+        return True
+    expected = 1
+    for size, stride in sorted(zip(t.shape, t.stride(), strict=True), key=lambda p: p[1]):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _contiguous_strides(shape: torch.Size) -> tuple[int, ...]:

@@ -1,10 +1,54 @@
-"""Where pure Python needs help from outside the dispatcher (filled in as pitfalls are met)."""
+"""What pure Python must patch outside the dispatcher: PyTorch has no Python hook for a
+PrivateUse1 allocator, so ``torch.UntypedStorage(n, device="spyre")`` (used by ``deepcopy``,
+``storage.clone()`` and ``torch.load``) would dereference a missing allocator. Storage
+construction on spyre is routed to the device allocator instead.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
+
+from torch_spyre_ref._allocator import allocate
+
+_original_new = torch.UntypedStorage.__new__
+
+
+def new_device_storage(nbytes: int) -> torch.UntypedStorage:
+    """A zero-filled spyre storage of ``nbytes`` from the device allocator."""
+    return allocate((int(nbytes),), (1,), torch.uint8).untyped_storage()
+
+
+def _is_spyre(device: Any) -> bool:
+    if device is None:
+        return False
+    return torch.device(device).type == "spyre"
+
+
+def _storage_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    if cls is torch.UntypedStorage and _is_spyre(kwargs.get("device")):
+        if len(args) == 1 and isinstance(args[0], int) and set(kwargs) <= {"device"}:
+            return new_device_storage(args[0])
+        if not args and set(kwargs) <= {"device"}:
+            return new_device_storage(0)
+        raise NotImplementedError(
+            "torch.UntypedStorage(..., device='spyre') supports only a byte count; "
+            "create a tensor on spyre instead"
+        )
+    return _original_new(cls, *args, **kwargs)
+
+
+def _storage_to_spyre(self: Any, device: Any = None, non_blocking: bool = False) -> Any:
+    """``storage.spyre()`` (used by ``torch.load``): copy a storage to the device."""
+    if self.device.type == "spyre":
+        return self
+    return new_device_storage(self.nbytes()).copy_(self, non_blocking)
+
 
 def install() -> None:
-    return None
+    torch.UntypedStorage.__new__ = _storage_new  # type: ignore[method-assign]
+    torch.UntypedStorage.spyre = _storage_to_spyre  # type: ignore[attr-defined]
 
 
 def quiesce_at_exit() -> None:

@@ -45,6 +45,9 @@ class OpPlan:
     # Keyword-only arguments the op writes (``out=``): kernels may resize them, which a CPU view
     # of device memory cannot do, so they get CPU scratch tensors copied back afterwards.
     out_args: tuple[str, ...] = ()
+    # Positions of Tensor-typed arguments: the boxed fallback hands wrapped numbers (``x + 2``)
+    # to Python as plain numbers, which the Tensor overload would then reject.
+    tensor_positions: tuple[int, ...] = ()
 
 
 def plan_for(op: torch._ops.OpOverload) -> OpPlan:
@@ -73,6 +76,9 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
         positions={a.name: i for i, a in enumerate(schema.arguments)},
         cross_device=schema.name in CROSS_DEVICE_OPS,
         generator_arg=generator,
+        tensor_positions=tuple(
+            i for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor"
+        ),
         out_args=tuple(
             a.name
             for a in schema.arguments

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from torch_spyre_ref import _patches, device
+from torch_spyre_ref import _autocast, _patches, device
 from torch_spyre_ref._fallback import spyre_fallback
 from torch_spyre_ref._kernels import SPYRE_KERNELS
 
@@ -69,7 +69,18 @@ def register() -> None:
     for qualified in _ops_preferring_cpu_kernels():
         op = _resolve(qualified)
         kernels.impl(qualified.removeprefix("aten::"), _bound_fallback(op), "PrivateUse1")
-    _LIBRARIES.extend([fallback, kernels])
+    # Copies see the conjugate/negative bits themselves (cpu_view keeps them on the CPU view);
+    # through the Conjugate/Negative fallbacks they would resolve the bit by copying: recursion.
+    bits = torch.library.Library("aten", "IMPL")
+    for name in ("_copy_from", "_copy_from_and_resize"):
+        for key in ("Conjugate", "Negative"):
+            bits.impl(name, torch.library.fallthrough_kernel, key)
+    # Autocast on spyre: ops without an autocast policy fall through to the device.
+    autocast = torch.library.Library("_", "IMPL")
+    autocast.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    policy = torch.library.Library("aten", "IMPL")
+    _autocast.register(policy)
+    _LIBRARIES.extend([fallback, kernels, bits, autocast, policy])
     _patches.install()
     atexit.register(_patches.quiesce_at_exit)
 

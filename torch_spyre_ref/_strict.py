@@ -65,12 +65,14 @@ def check(plan: OpPlan, tensors: list[torch.Tensor]) -> OpCapability | None:
         if dtype in auxiliary:
             continue
         _check_dtype(caps, qualified, dtype, entry)
-        if isinstance(entry, OpCapability) and entry.limits is not None:
+        if not isinstance(entry, str) and entry.limits is not None:
             _check_limits(caps, qualified, tensor, entry)
-    return entry if isinstance(entry, OpCapability) else None
+    return entry if not isinstance(entry, str) else None
 
 
-def _check_dtype(caps: Capabilities, qualified: str, dtype: str, entry: Any) -> None:
+def _check_dtype(
+    caps: Capabilities, qualified: str, dtype: str, entry: OpCapability | str | None
+) -> None:
     if dtype not in caps.supported_dtypes():
         unsupported = caps.unsupported_dtype(dtype)
         why = (
@@ -82,7 +84,12 @@ def _check_dtype(caps: Capabilities, qualified: str, dtype: str, entry: Any) -> 
             f"spyre strict mode: {qualified} does not support dtype {dtype}: "
             f"capability entry {caps.source}: {why}"
         )
-    if isinstance(entry, OpCapability) and entry.dtypes is not None and dtype not in entry.dtypes:
+    if (
+        entry is not None
+        and not isinstance(entry, str)
+        and entry.dtypes is not None
+        and dtype not in entry.dtypes
+    ):
         raise TypeError(
             f"spyre strict mode: {qualified} does not support dtype {dtype}: capability entry "
             f"{_entry(caps, entry)} lists dtypes {entry.dtypes}"

@@ -267,3 +267,18 @@ def stream(s: Stream | None) -> Iterator[None]:
 def set_stream(s: Stream) -> None:
     global _current_stream
     _current_stream = s
+
+
+class device:
+    """Context manager selecting the current spyre device (there is one: index 0)."""
+
+    def __init__(self, device: Any) -> None:
+        self.index = _index(device)
+        self.previous = _current_device
+
+    def __enter__(self) -> None:
+        self.previous = _current_device
+        set_device(self.index)
+
+    def __exit__(self, *exc: object) -> None:
+        set_device(self.previous)

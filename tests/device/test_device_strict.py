@@ -1,0 +1,76 @@
+"""Strict mode: the capability file is enforced and matmul-class ops compute through float16."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_spyre_ref
+
+
+@pytest.fixture
+def strict():  # type: ignore[no-untyped-def]
+    with torch_spyre_ref.strict_mode():
+        yield
+    assert not torch_spyre_ref.is_strict()
+
+
+def test_default_mode_computes_exactly_like_cpu() -> None:
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    assert not torch_spyre_ref.is_strict()
+    assert torch.equal((a.to("spyre") @ b.to("spyre")).cpu(), a @ b)
+
+
+def test_matmul_class_ops_round_through_float16(strict: None) -> None:
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    result = (a.to("spyre") @ b.to("spyre")).cpu()
+    expected = (a.half().float() @ b.half().float()).half().float()
+    assert torch.equal(result, expected)
+    assert not torch.equal(result, a @ b)
+    # elementwise ops are not matmul-class: exact
+    assert torch.equal((a.to("spyre") + b.to("spyre")).cpu(), a + b)
+
+
+def test_unsupported_dtype_names_op_dtype_and_entry(strict: None) -> None:
+    x = torch.ones(3, device="spyre")
+    with pytest.raises(TypeError) as error:
+        x.double()
+    message = str(error.value)
+    assert "float64" in message and "aten::empty_strided" in message
+    assert "capabilities.yaml" in message and "dtypes.unsupported" in message
+
+
+def test_unsupported_op_names_op_and_file(strict: None) -> None:
+    x = torch.ones(3, device="spyre")
+    with pytest.raises(NotImplementedError) as error:
+        torch.special.bessel_j0(x)
+    message = str(error.value)
+    assert "special_bessel_j0" in message and "capabilities.yaml" in message
+
+
+def test_per_op_limits_are_enforced(strict: None) -> None:
+    a = torch.ones((1,) * 7, device="spyre")  # rank 7 > pow's max_rank 6
+    with pytest.raises(NotImplementedError) as error:
+        torch.pow(a, 2.5)
+    message = str(error.value)
+    assert "aten::pow" in message and "max_rank=6" in message and "name: pow" in message
+    assert torch.pow(torch.ones((1,) * 6, device="spyre"), 2.5).shape == (1,) * 6
+
+
+def test_supported_dtypes_and_ops_run(strict: None) -> None:
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        x = torch.randn(4, 8, dtype=dtype)
+        d = x.to("spyre")
+        assert torch.equal(torch.softmax(d, -1).cpu(), torch.softmax(x, -1))
+        assert torch.equal(torch.nn.functional.gelu(d).cpu(), torch.nn.functional.gelu(x))
+    index = torch.tensor([1, 0], device="spyre")  # int64 is an auxiliary dtype
+    assert index.cpu().tolist() == [1, 0]
+
+
+def test_set_strict_is_process_wide_switch() -> None:
+    torch_spyre_ref.set_strict(True)
+    try:
+        assert torch_spyre_ref.is_strict()
+    finally:
+        torch_spyre_ref.set_strict(False)
+    assert not torch_spyre_ref.is_strict()

@@ -87,8 +87,12 @@ def commit_status_request(row: Row, details: str) -> dict[str, Any]:
         "state": state,
         "context": check_name(row["repo"], row.get("workflow_name"), row["job_name"]),
         "target_url": details,
-        "description": _title(row)[:MAX_STATUS_DESCRIPTION],
+        "description": _cut(f"{_title(row)}: {row['job_name']}", MAX_STATUS_DESCRIPTION),
     }
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _title(row: Row) -> str:

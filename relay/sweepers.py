@@ -79,7 +79,7 @@ class AppClient:
 
     def __init__(self, state: RelayState) -> None:
         self.client = state.github()
-        self.http = httpx.Client(timeout=state.config.github.timeout_seconds)
+        self.timeout = state.config.github.timeout_seconds
 
     def request(self, method: str, url_or_path: str) -> httpx.Response:
         auth = self.client.auth
@@ -92,7 +92,8 @@ class AppClient:
             "Authorization": f"Bearer {auth.app_jwt()}",
             "Accept": "application/vnd.github+json",
         }
-        response = self.http.request(method, url, headers=headers)
+        with httpx.Client(timeout=self.timeout) as http:
+            response = http.request(method, url, headers=headers)
         interpret(response.status_code, response.headers, response.text, f"{method} {url_or_path}")
         return response
 

@@ -8,6 +8,7 @@ Each reads what it needs when it runs, sends one request, and raises
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,8 @@ class HudForwarder(_JobReporter):
     def __init__(self, state: RelayState, settings: CallbackSettings) -> None:
         super().__init__(state, settings)
         self.http = httpx.Client(timeout=10.0)
+        # Handlers have no shutdown hook: close the connections with the handler.
+        weakref.finalize(self, self.http.close)
 
     def __call__(self, job: Job) -> None:
         row = self._row(job)

@@ -102,9 +102,8 @@ class ResultsLoop:
                 or f"sqlite:///{tmp_path / f'relay-{uuid.uuid4().hex[:6]}.db'}",
                 "github": {
                     "api_url": github.url,
-                    "token": "test-token",
                     "min_write_interval_seconds": 0,
-                    **(github_config or {}),
+                    **(github_config or {"token": "test-token"}),
                 },
                 "worker": {"backoff_base_seconds": 1.0, "max_attempts": 5},
                 "public_url": "http://relay.test",
@@ -206,3 +205,11 @@ def workflow_report(**overrides: Any) -> dict[str, Any]:
         )
     report.update(overrides)
     return {k: v for k, v in report.items() if v is not None}
+
+
+def fixture_payload(name: str, *, labels: list[str] | None = None) -> dict[str, Any]:
+    """A shared webhook fixture as a dict; ``labels`` replaces the PR's labels."""
+    payload: dict[str, Any] = json.loads(fixture_body(name))
+    if labels is not None:
+        payload["pull_request"]["labels"] = [{"name": name} for name in labels]
+    return payload

@@ -1,0 +1,88 @@
+"""L3 check runs follow the ciflow/crcr/<device> label, whenever it is added."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github_results import FakeResultsAPI
+from tests.support.fake_oidc import FakeOidcIssuer
+from tests.support.results_loop import ResultsLoop, fixture_payload
+
+L3_CHECK = "crcr/acme/l3/spyre-ci/test (1/2)"
+
+
+def _label_event(loop: ResultsLoop, label: str) -> None:
+    payload = fixture_payload("pull_request.labeled", labels=["bug", label])
+    payload["label"] = {"name": label}
+    loop.webhook("pull_request.labeled", payload)
+    loop.drain()
+
+
+def _statuses(results_api: FakeResultsAPI) -> list[str]:
+    return [r["status"] for r in results_api.check_runs_named(L3_CHECK)]
+
+
+@pytest.fixture
+def loop(tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer):
+    with ResultsLoop(tmp_path, github, oidc) as running:
+        yield running
+
+
+def test_without_the_label_an_l3_job_gets_no_check_run(
+    loop: ResultsLoop, results_api: FakeResultsAPI
+) -> None:
+    delivery = loop.webhook("pull_request.opened")
+    loop.drain()
+    payload = loop.client_payload(delivery, "acme/l3")
+    loop.callback("acme/l3", payload, status="in_progress")
+    loop.callback("acme/l3", payload, status="completed")
+    _label_event(loop, "ciflow/crcr/other-device")
+    assert _statuses(results_api) == []
+
+
+def test_label_added_while_the_job_runs_backfills_and_follows(
+    loop: ResultsLoop, results_api: FakeResultsAPI
+) -> None:
+    delivery = loop.webhook("pull_request.opened")
+    loop.drain()
+    payload = loop.client_payload(delivery, "acme/l3")
+    assert loop.callback("acme/l3", payload, status="in_progress").status_code == 200
+    loop.drain()
+    assert _statuses(results_api) == []
+    _label_event(loop, "ciflow/crcr/spyre")
+    assert _statuses(results_api) == ["in_progress"]
+    assert loop.callback("acme/l3", payload, status="completed").status_code == 200
+    loop.drain()
+    assert _statuses(results_api) == ["in_progress", "completed"]
+
+
+def test_label_added_after_the_job_finished_creates_the_final_check_run(
+    loop: ResultsLoop, results_api: FakeResultsAPI
+) -> None:
+    delivery = loop.webhook("pull_request.opened")
+    loop.drain()
+    payload = loop.client_payload(delivery, "acme/l3")
+    loop.callback("acme/l3", payload, status="in_progress")
+    loop.callback("acme/l3", payload, status="completed", conclusion="failure")
+    loop.drain()
+    _label_event(loop, "ciflow/crcr/spyre")
+    _label_event(loop, "ciflow/crcr/spyre")  # labelled twice (two deliveries): one check run
+    runs = results_api.check_runs_named(L3_CHECK)
+    assert [(r["status"], r.get("conclusion")) for r in runs] == [("completed", "failure")]
+
+
+def test_label_present_at_dispatch_reports_every_state(
+    loop: ResultsLoop, results_api: FakeResultsAPI
+) -> None:
+    pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
+    delivery = loop.webhook("pull_request.opened", pr)
+    loop.drain()
+    payload = loop.client_payload(delivery, "acme/l3")
+    loop.callback("acme/l3", payload, status="in_progress")
+    loop.drain()
+    loop.callback("acme/l3", payload, status="completed")
+    loop.drain()
+    assert _statuses(results_api) == ["in_progress", "completed"]

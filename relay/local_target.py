@@ -26,7 +26,7 @@ Configuration (relay YAML)::
       - name: local/spyre-ci
         connection: local
         level: L2
-        options: {upstream_url: /path/to/pytorch-or-demo-repo, shards: 1}
+        options: {upstream_url: /path/to/pytorch-or-demo-repo, shards: 1, manifests: [m.yaml]}
 """
 
 from __future__ import annotations
@@ -74,6 +74,9 @@ class LocalTargetOptions(BaseModel):
     upstream_url: str = Field(description="git URL or path of the upstream PyTorch repository")
     workdir: Path = Path(".spyre-relay/local-runs")
     shards: int = Field(default=1, ge=1, le=16)
+    manifests: list[Path] = Field(
+        default_factory=list, description="the backend's manifests (default: the shipped ones)"
+    )
     oidc_key_path: Path = Path(".spyre-relay/local-oidc-key.pem")
     events: list[str] = Field(default_factory=lambda: ["pull_request", "push"])
 
@@ -280,6 +283,7 @@ class LocalDispatcher:
             "--workdir", str(workdir / "run"), "--upstream-url", options.upstream_url,
             "--repository", request.target, "--server-url", self.state.config.public_url.rstrip("/"),
             "--run-id", run_id, "--shards", str(options.shards),
+            *[arg for m in options.manifests for arg in ("--manifest", str(m))],
         ]  # fmt: skip
         thread = threading.Thread(
             target=self._start_when_recorded,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,14 @@ AUDIENCE = click.option(
 )
 JOB_NAME = click.option(
     "--job-name", default=None, help="Job name for the check run (default: $GITHUB_JOB)."
+)
+MANIFESTS = click.option(
+    "--manifest",
+    "manifests",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="SPYRE_CI_MANIFESTS",
+    help="The backend's manifest(s) (default: the shipped ones; env SPYRE_CI_MANIFESTS, ':'-separated).",
 )
 STATE_FILE = click.option(
     "--state-file",
@@ -136,10 +145,13 @@ def checkout_command(plan_path: Path, upstream_url: str | None, dest: Path) -> N
 )
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--shards", type=click.IntRange(1, 256), default=4, show_default=True)
-def select_command(plan_path: Path, pytorch_repo: Path, out: Path, shards: int) -> None:
+@MANIFESTS
+def select_command(
+    plan_path: Path, pytorch_repo: Path, out: Path, shards: int, manifests: tuple[Path, ...]
+) -> None:
     """Run `spyre-ci select` for the plan; write the shard matrix to GITHUB_OUTPUT."""
     plan = Plan.from_json(json.loads(plan_path.read_text()))
-    result = steps.run_select(plan, pytorch_repo, out, shards)
+    result = steps.run_select(plan, pytorch_repo, out, shards, list(manifests))
     runner_env.write_outputs(
         {
             "matrix": json.dumps(result.matrix),
@@ -161,9 +173,12 @@ def select_command(plan_path: Path, pytorch_repo: Path, out: Path, shards: int) 
     "--pytorch-src", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), required=True)
-def test_command(selection: Path, shard: int, pytorch_src: Path, junit: Path) -> None:
+@MANIFESTS
+def test_command(
+    selection: Path, shard: int, pytorch_src: Path, junit: Path, manifests: tuple[Path, ...]
+) -> None:
     """Run one shard of the selection with `spyre-ci test`; JUnit XML to --junit."""
-    code = steps.run_test_shard(selection, shard, pytorch_src, junit)
+    code = steps.run_test_shard(selection, shard, pytorch_src, junit, list(manifests))
     raise SystemExit(code)
 
 
@@ -359,9 +374,10 @@ def register(group: click.Group) -> None:
 @click.option("--server-url", default="http://127.0.0.1", show_default=True)
 @click.option("--run-id", default=None, help="plays GITHUB_RUN_ID (default: random)")
 @click.option("--shards", type=click.IntRange(1, 64), default=1, show_default=True)
+@MANIFESTS
 def run_workflow_command(
     event_name: str, event_path: Path, workdir: Path, upstream_url: str, repository: str,
-    server_url: str, run_id: str | None, shards: int,
+    server_url: str, run_id: str | None, shards: int, manifests: tuple[Path, ...],
 ) -> None:  # fmt: skip
     """Run upstream-dispatch.yml's jobs here, step by step (the relay's local target)."""
     from spyre_ci.ci.local_workflow import LocalRun, run_local_workflow
@@ -370,6 +386,9 @@ def run_workflow_command(
     run = LocalRun(
         event_name=event_name, event=event, workdir=workdir, upstream_url=upstream_url,
         repository=repository, server_url=server_url, shards=shards,
+        # every step sees the manifests as a workflow sets them: env SPYRE_CI_MANIFESTS
+        extra_env={"SPYRE_CI_MANIFESTS": os.pathsep.join(str(m.resolve()) for m in manifests)}
+        if manifests else {},
     )  # fmt: skip
     if run_id:
         run = dataclasses.replace(run, run_id=run_id)

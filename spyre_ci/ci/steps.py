@@ -26,7 +26,13 @@ class SelectResult:
     matrix: dict[str, Any]
 
 
-def run_select(plan: Plan, pytorch_repo: Path, out: Path, shards: int) -> SelectResult:
+def _manifest_args(manifests: list[Path]) -> list[str]:
+    return [arg for manifest in manifests for arg in ("--manifest", str(manifest))]
+
+
+def run_select(
+    plan: Plan, pytorch_repo: Path, out: Path, shards: int, manifests: list[Path]
+) -> SelectResult:
     out.mkdir(parents=True, exist_ok=True)
     args = [
         *SPYRE_CI,
@@ -37,6 +43,7 @@ def run_select(plan: Plan, pytorch_repo: Path, out: Path, shards: int) -> Select
         str(out),
         "--shards",
         str(shards),
+        *_manifest_args(manifests),
     ]
     if plan.base_sha:
         args += ["--from", plan.base_sha, "--to", plan.head_sha]
@@ -50,13 +57,16 @@ def run_select(plan: Plan, pytorch_repo: Path, out: Path, shards: int) -> Select
     return SelectResult(selected=len(selection.get("selected", [])), matrix=matrix)
 
 
-def run_test_shard(selection: Path, shard: int, pytorch_src: Path, junit: Path) -> int:
+def run_test_shard(
+    selection: Path, shard: int, pytorch_src: Path, junit: Path, manifests: list[Path]
+) -> int:
     junit.parent.mkdir(parents=True, exist_ok=True)
     args = [
         *SPYRE_CI,
         "test",
         "--pytorch-src",
         str(pytorch_src),
+        *_manifest_args(manifests),
         "--selection",
         str(selection),
         "--shard",

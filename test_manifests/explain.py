@@ -20,7 +20,7 @@ from test_manifests.resolve import resolve
 
 _CLASS_SUFFIX = re.compile(r"(SPYRE|PRIVATEUSE1|CPU|CUDA|META|MPS|XPU)$")
 _DEVICE = re.compile(
-    r"^(?P<rest>.+?)_(?:" + "|".join(DEVICE_SUFFIXES) + r")(?:_(?P<dtype>[a-z0-9_]+))?$"
+    r"^(?P<rest>.+)_(?:" + "|".join(DEVICE_SUFFIXES) + r")(?:_(?P<dtype>[a-z0-9_]+))?$"
 )
 
 

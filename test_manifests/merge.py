@@ -1,7 +1,7 @@
 """Merge several manifests into one, reporting conflicts.
 
 - files with the same path are combined (their tests concatenated, in order);
-- each file entry keeps the suite labels of the manifest it came from;
+- each file entry keeps the suite labels and owner of the manifest it came from;
 - global lists (supported_dtypes/ops/modules, devices) are unioned by name; the same name
   with different settings is a conflict; a manifest that declares no supported_ops adds none;
 - conflicting scalars (unlisted_test_mode, owner, input_config.seed, …) are errors.
@@ -17,7 +17,6 @@ from test_manifests.loader import ManifestError, ManifestIssue, format_loc
 from test_manifests.model import Loc, Manifest, SourcePosition
 
 _FILE_SCALARS = ("unlisted_test_mode", "reason", "issue", "owner")
-_SUITE_SCALARS = ("reason", "issue", "owner")
 _NAMED_LISTS = ("supported_dtypes", "supported_ops", "supported_modules")
 
 
@@ -69,8 +68,13 @@ class _Merger:
                 target[key] = source[key]
                 self.copy_positions(m, (*src, key), (*dst, key))
 
-    def add_file(self, m: Manifest, index: int, entry: dict[str, Any], labels: list[str]) -> None:
-        entry["labels"] = list(dict.fromkeys([*entry.get("labels", []), *labels]))
+    def add_file(
+        self, m: Manifest, index: int, entry: dict[str, Any], suite: dict[str, Any]
+    ) -> None:
+        # Suite-level labels and owner belong to this manifest's files: push them down.
+        entry["labels"] = list(dict.fromkeys([*entry.get("labels", []), *suite.get("labels", [])]))
+        if "owner" in suite and "owner" not in entry:
+            entry["owner"] = suite["owner"]
         path = entry["path"]
         if path not in self._file_index:
             self._file_index[path] = len(self.suite["files"])
@@ -105,10 +109,9 @@ class _Merger:
                 )
 
     def add(self, m: Manifest) -> None:
-        data = m.model_dump(by_alias=True, exclude_unset=True)["test_suite_config"]
-        self.scalars(m, self.suite, data, _SUITE_SCALARS, (), ())
+        data = m.model_dump(mode="json", by_alias=True, exclude_unset=True)["test_suite_config"]
         for index, entry in enumerate(data.get("files", [])):
-            self.add_file(m, index, entry, data.get("labels", []))
+            self.add_file(m, index, entry, data)
         glob = data.get("global", {})
         for key in _NAMED_LISTS:
             if glob.get(key) is not None:

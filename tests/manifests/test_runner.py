@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.manifests.conftest import UpstreamTree
 from tests.manifests.upstream_sources import MODULES_MODULE, ONLY_CPU_MODULE, OPS_MODULE
+from tests.manifests.upstream_tree import UpstreamTree
 
 GLOBAL = """
           global:

@@ -1,0 +1,158 @@
+"""`spyre-ci test`: one command, no environment set-up; and a real upstream file when available."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from test_manifests.run import SHIPPED_DIR
+from tests.manifests.upstream_sources import OPS_MODULE
+
+SPYRE_CI = [sys.executable, "-c", "from spyre_ci.cli import main; main()"]
+ENV = {k: v for k, v in os.environ.items() if not k.startswith(("PYTORCH_TESTING", "TORCH_TEST"))}
+
+
+def spyre_ci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SPYRE_CI, *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_ops_like.py").write_text(textwrap.dedent(OPS_MODULE))
+    (tmp_path / "m.yaml").write_text(
+        textwrap.dedent(
+            """\
+            test_suite_config:
+              files:
+                - path: ${TORCH_ROOT}/test/test_ops_like.py
+                  tests:
+                    - names: [TestOpsLike::test_plain, TestOpsLike::test_grad_mode]
+                    - names: [TestOpsLike::test_raises]
+                      mode: xfail
+                      reason: raises on purpose
+              global:
+                supported_dtypes: [float16, float32]
+                supported_ops: [add]
+            """
+        )
+    )
+    return tmp_path
+
+
+def test_one_command_runs_the_manifest_with_junit_marks(tree: Path) -> None:
+    junit = tree / "out.xml"
+    result = spyre_ci(
+        "test",
+        "--manifest",
+        "m.yaml",
+        "--pytorch-src",
+        str(tree),
+        "--",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        cwd=tree,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed, 1 xfailed" in result.stdout
+    names = {c.get("name") for c in ET.parse(junit).getroot().iter("testcase")}
+    assert names == {
+        "test_plain_spyre_float16",
+        "test_plain_spyre_float32",
+        "test_grad_mode_spyre",
+        "test_raises_add_spyre_float32",
+    }
+
+
+def test_a_selection_shard_runs_exactly_its_ids(tree: Path) -> None:
+    selection = tree / "selection"
+    (selection / "shards").mkdir(parents=True)
+    (selection / "shards" / "2.txt").write_text(
+        "test/test_ops_like.py::TestOpsLikeSPYRE::test_plain_spyre_float16\n"
+    )
+    result = spyre_ci(
+        "test",
+        "--manifest",
+        "m.yaml",
+        "--pytorch-src",
+        str(tree),
+        "--selection",
+        str(selection),
+        "--shard",
+        "2",
+        "--",
+        "-p",
+        "no:cacheprovider",
+        cwd=tree,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
+def test_zero_selected_tests_fail_before_anything_runs(tree: Path) -> None:
+    (tree / "none.yaml").write_text(
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_ops_like.py\n"
+    )
+    result = spyre_ci(
+        "test",
+        "--manifest",
+        "none.yaml",
+        "--pytorch-src",
+        str(tree),
+        "--",
+        "-p",
+        "no:cacheprovider",
+        cwd=tree,
+    )
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "selects zero tests" in result.stderr
+    assert "passed" not in result.stdout
+
+
+@pytest.mark.needs_pytorch_src
+def test_a_real_upstream_file_runs_from_the_pytorch_source_tree(
+    pytestconfig: pytest.Config, tmp_path: Path
+) -> None:
+    src = pytestconfig.getoption("pytorch_src", default=None) or os.environ.get(
+        "SPYRE_CI_PYTORCH_SRC"
+    )
+    if not src or not (Path(src) / "test" / "test_binary_ufuncs.py").is_file():
+        pytest.skip(
+            "no PyTorch source tree: pass --pytorch-src DIR or set SPYRE_CI_PYTORCH_SRC (e.g. from `apt-get source pytorch`)"
+        )
+    junit = tmp_path / "upstream.xml"
+    result = spyre_ci(
+        "test",
+        "--manifest",
+        str(SHIPPED_DIR / "test_binary_ufuncs.yaml"),
+        "--manifest",
+        str(SHIPPED_DIR / "spyre_device.yaml"),
+        "--pytorch-src",
+        src,
+        "--",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "test_contig_vs_every_other and (add or mul)",
+        f"--junitxml={junit}",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    names = {c.get("name") for c in ET.parse(junit).getroot().iter("testcase")}
+    assert "test_contig_vs_every_other_add_spyre_float16" in names
+    assert all("_spyre_" in n and not n.endswith("float64") for n in names)

@@ -44,7 +44,11 @@ RELAY_CONFIG ?= $(if $(wildcard relay.yaml),relay.yaml,relay/example.yaml)
 RELAY_PORT   ?= 8080
 serve: setup ## run the relay (web + dispatch worker) on 127.0.0.1:$(RELAY_PORT) with $(RELAY_CONFIG)
 	mkdir -p .relay
+	$(BIN)/spyre-ci ci demo --dir .relay/demo
 	$(BIN)/spyre-ci relay serve --with-worker --config $(RELAY_CONFIG) --port $(RELAY_PORT)
+
+e2e: setup ## the whole loop end to end: real relay, fake GitHub running the workflow, fake OIDC
+	$(BIN)/pytest tests/e2e -m e2e -p no:cacheprovider $(PYTEST_ARGS)
 
 clean: ## remove the virtual environment and caches (not ~/.cache/spyre-ci)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -399,3 +399,23 @@ def run_workflow_command(
     click.echo(f"conclusion: {result.conclusion or 'not reported'}")
     if result.jobs["report"].result != "success":
         raise SystemExit(1)
+
+
+@ci_group.command("demo")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".relay/demo"),
+    show_default=True,
+)
+@click.option("--upstream-repo", default="pytorch/pytorch", show_default=True)
+def demo_command(directory: Path, upstream_repo: str) -> None:
+    """Create the demo upstream repository, its manifest and two PR webhooks (make serve)."""
+    from spyre_ci.ci.demo import build_demo_upstream
+
+    demo = build_demo_upstream(directory.resolve(), repo_name=upstream_repo)
+    click.echo(f"demo upstream: {demo.path} (main {demo.main_sha[:12]})")
+    click.echo(f"  manifest:    {demo.manifest}")
+    click.echo(f"  PR #101 (passes): {demo.good_event}")
+    click.echo(f"  PR #102 (breaks add): {demo.bad_event}")

@@ -10,6 +10,7 @@ shard after the other), `report` always runs and gets `needs` as GitHub builds i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -137,6 +138,13 @@ class _Runner:
 
 def run_local_workflow(run: LocalRun) -> WorkflowResult:
     """Run the select, test and report jobs; the report job always runs."""
+    # Steps run in the work directory: every path they get must be absolute.
+    upstream = Path(run.upstream_url)
+    run = dataclasses.replace(
+        run,
+        workdir=run.workdir.resolve(),
+        upstream_url=str(upstream.resolve()) if upstream.exists() else run.upstream_url,
+    )
     runner = _Runner(run)
     selection = run.workdir / "selection"
     pytorch = run.workdir / "pytorch"

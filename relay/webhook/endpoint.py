@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from relay.allowlist_source import AllowlistUnavailable
 from relay.store import StoreUnavailable
@@ -32,11 +33,14 @@ log = logging.getLogger("relay.webhook")
 async def _read_body(request: Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"body exceeds {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"body exceeds {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect as exc:
+        raise WebhookRejected("the client disconnected before sending the whole body") from exc
     return b"".join(chunks)
 
 

@@ -43,6 +43,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect
 
 MAX_EVENT_TYPE = 100
 MAX_PAYLOAD_KEYS = 10
@@ -294,7 +295,10 @@ class FakeGitHub:
 
         @app.middleware("http")
         async def record_and_inject(request: Request, call_next: Any) -> Response:
-            body = await request.body()
+            try:
+                body = await request.body()
+            except ClientDisconnect:  # the client was killed mid-request (crash tests)
+                return Response(status_code=499)
             try:
                 parsed = json.loads(body) if body else None
             except ValueError:

@@ -34,6 +34,7 @@ from dashboard_seed import BACKENDS, SeedShape, seed  # noqa: E402
 
 from relay.dashboard import grid, metrics, views  # noqa: E402
 from relay.dashboard.explain import page_plans  # noqa: E402
+from relay.dashboard.rollup import Rollups  # noqa: E402
 from relay.store import Store, Tx, open_store  # noqa: E402
 
 TARGET_MS = 300.0
@@ -49,6 +50,7 @@ def _free_port() -> int:
 def _pages(store: Store) -> list[tuple[str, str, Builder | None]]:
     """(label, path, page builder for the query plans) of every page, on recent data."""
     repo = BACKENDS[0][0]
+    rollups = Rollups()  # the plans below are recorded cold: every closed day is queried once
     with store.transaction(write=False) as tx:
         recent = tx.fetchone(
             "SELECT delivery_id, pr_number, head_sha FROM dispatches WHERE repo = ?"
@@ -62,22 +64,22 @@ def _pages(store: Store) -> list[tuple[str, str, Builder | None]]:
     assert recent is not None and selection is not None
     pr, sha, delivery = int(recent["pr_number"]), str(recent["head_sha"]), recent["delivery_id"]
     return [
-        ("overview", "/crcr", views.overview),
-        ("overview JSON", "/api/crcr", views.overview),
+        ("overview", "/crcr", lambda tx, now: views.overview(tx, now, rollups)),
+        ("overview JSON", "/api/crcr", lambda tx, now: views.overview(tx, now, rollups)),
         (
             "backend grid",
             f"/crcr/{repo}",
-            lambda tx, now: grid.backend_page(tx, repo, now, None, None),
+            lambda tx, now: grid.backend_page(tx, repo, now, None, None, rollups),
         ),
         (
             "backend, failures only",
             f"/crcr/{repo}?conclusion=failure",
-            lambda tx, now: grid.backend_page(tx, repo, now, None, "failure"),
+            lambda tx, now: grid.backend_page(tx, repo, now, None, "failure", rollups),
         ),
         (
             "backend, nightly only",
             f"/crcr/{repo}?event=nightly",
-            lambda tx, now: grid.backend_page(tx, repo, now, "nightly", None),
+            lambda tx, now: grid.backend_page(tx, repo, now, "nightly", None, rollups),
         ),
         ("PR", f"/crcr/pr/{pr}", lambda tx, now: grid.change_page(tx, now, pr=pr)),
         (
@@ -90,13 +92,21 @@ def _pages(store: Store) -> list[tuple[str, str, Builder | None]]:
             f"/crcr/deliveries/{delivery}",
             lambda tx, now: grid.change_page(tx, now, delivery=delivery),
         ),
-        ("metrics 14 d", "/crcr/metrics", lambda tx, now: metrics.metrics_page(tx, now, 14)),
+        (
+            "metrics 14 d",
+            "/crcr/metrics",
+            lambda tx, now: metrics.metrics_page(tx, now, 14, rollups),
+        ),
         (
             "metrics 30 d",
             "/crcr/metrics?days=30",
-            lambda tx, now: metrics.metrics_page(tx, now, 30),
+            lambda tx, now: metrics.metrics_page(tx, now, 30, rollups),
         ),
-        ("L3 readiness", "/crcr/readiness", views.readiness_table),
+        (
+            "L3 readiness",
+            "/crcr/readiness",
+            lambda tx, now: views.readiness_table(tx, now, rollups),
+        ),
         ("selection report", f"/selection/{selection}", None),
     ]
 
@@ -138,8 +148,11 @@ def _serve(directory: Path, store_url: str) -> tuple[subprocess.Popen[bytes], st
     raise SystemExit(f"relay did not start:\n{(directory / 'relay.log').read_text()}")
 
 
-def _time(client: httpx.Client, url: str, repeat: int) -> list[float]:
-    answer = client.get(url)  # warm-up (also checks the page works)
+def _time(client: httpx.Client, url: str, repeat: int) -> tuple[float, list[float]]:
+    """(first request in ms, later requests in ms): the first may fill the day cache."""
+    start = time.perf_counter()
+    answer = client.get(url)
+    first = (time.perf_counter() - start) * 1000
     if answer.status_code != 200:
         raise SystemExit(f"{url}: HTTP {answer.status_code}: {answer.text[:300]}")
     samples = []
@@ -147,7 +160,7 @@ def _time(client: httpx.Client, url: str, repeat: int) -> list[float]:
         start = time.perf_counter()
         client.get(url).raise_for_status()
         samples.append((time.perf_counter() - start) * 1000)
-    return samples
+    return first, samples
 
 
 def main(argv: list[str]) -> int:
@@ -176,13 +189,15 @@ def main(argv: list[str]) -> int:
         failed = []
         try:
             with httpx.Client(timeout=30) as client:
-                print(f"\n{'page':<26} {'median ms':>10} {'max ms':>8}  path")
+                print(f"\n{'page':<24} {'first ms':>9} {'median ms':>10} {'max ms':>8}  path")
                 for label, path, _ in pages:
-                    samples = _time(client, url + path, args.repeat)
+                    first, samples = _time(client, url + path, args.repeat)
                     median = statistics.median(samples)
-                    flag = "" if median < TARGET_MS else "  <-- over target"
+                    flag = "" if max(first, median) < TARGET_MS else "  <-- over target"
                     failed += [label] if flag else []
-                    print(f"{label:<26} {median:>10.1f} {max(samples):>8.1f}  {path}{flag}")
+                    print(
+                        f"{label:<24} {first:>9.1f} {median:>10.1f} {max(samples):>8.1f}  {path}{flag}"
+                    )
         finally:
             proc.terminate()
             proc.wait(timeout=10)

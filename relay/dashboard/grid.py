@@ -7,6 +7,7 @@ from typing import Any
 
 from relay.dashboard import queries
 from relay.dashboard.presentation import EVENT_FILTERS
+from relay.dashboard.rollup import Rollups
 from relay.dashboard.views import (
     backend_summary,
     change_url,
@@ -24,7 +25,7 @@ GRID_COLUMNS = 14
 
 
 def backend_page(
-    tx: Tx, repo: str, now: float, event: str | None, conclusion: str | None
+    tx: Tx, repo: str, now: float, event: str | None, conclusion: str | None, rollups: Rollups
 ) -> dict[str, Any]:
     level = levels_for(tx, [repo]).get(repo)
     event_types = EVENT_FILTERS.get(event or "", ())
@@ -49,8 +50,8 @@ def backend_page(
         "repo": repo,
         "known": level is not None or bool(rows) or _has_jobs(tx, repo),
         "filters": {"event": event, "conclusion": conclusion},
-        "summary": backend_summary(tx, repo, level, now),
-        "readiness": readiness_for(tx, repo, level, now),
+        "summary": backend_summary(tx, repo, level, now, rollups),
+        "readiness": readiness_for(tx, repo, level, now, rollups),
         "columns": columns,
         "rows": rows,
     }
@@ -65,13 +66,13 @@ def _grid_events(
 ) -> list[Row]:
     """Newest events first: dispatched ones, plus nightly/periodic runs (never dispatched)."""
     if conclusion:
-        return queries.recent_undispatched_events(tx, repo, event_types, conclusion, GRID_ROWS)
+        return queries.recent_job_events(tx, repo, event_types, conclusion, GRID_ROWS)
     events = []
     if not event_types or set(event_types) - {"nightly", "periodic"}:
         events = queries.recent_dispatches(tx, repo, event_types, GRID_ROWS)
     scheduled = [t for t in event_types or ("nightly", "periodic") if t in ("nightly", "periodic")]
     if scheduled:
-        events += queries.recent_undispatched_events(tx, repo, scheduled, None, GRID_ROWS)
+        events += queries.recent_job_events(tx, repo, scheduled, None, GRID_ROWS)
     unique = {e["delivery_id"]: e for e in sorted(events, key=lambda e: e["at"] or 0)}
     return sorted(unique.values(), key=lambda e: e["at"] or 0, reverse=True)[:GRID_ROWS]
 

@@ -5,33 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 from relay.dashboard import queries
-from relay.dashboard.stats import DAY
+from relay.dashboard.rollup import Rollups
+from relay.dashboard.stats import DAY, median
 from relay.store.base import Tx
 
 MAX_DAYS = 30
 
 
-def metrics_page(tx: Tx, now: float, days: int) -> dict[str, Any]:
-    """`days` whole UTC days ending today; each series has one point per day (None = no jobs)."""
-    today = int(now // DAY) * int(DAY)
-    start = today - (days - 1) * int(DAY)
+def metrics_page(tx: Tx, now: float, days: int, rollups: Rollups) -> dict[str, Any]:
+    """`days` UTC days ending today; one point per day (None = no jobs that day):
+    the success rate and the medians of queue and execution time."""
     series = []
     for repo in queries.backend_repos(tx):
-        daily = {int(r["day"]): r for r in queries.daily_figures(tx, repo, start)}
-        points = []
-        for day in range(days):
-            row = daily.get(day)
-            decisive = int(row["decisive"] or 0) if row else 0
-            points.append(
-                {
-                    "day": start + day * int(DAY),
-                    "success_rate": int(row["passed"] or 0) / decisive
-                    if row and decisive
-                    else None,
-                    "queue_time": row["queue_time"] if row else None,
-                    "execution_time": row["execution_time"] if row else None,
-                }
-            )
-        if daily:  # a backend without results in the window gets no line (nor a colour)
-            series.append({"repo": repo, "points": points})
+        daily = rollups.daily(tx, repo, now, days)
+        if not any(day.jobs for _, day in daily):
+            continue  # a backend without results in the window gets no line (nor a colour)
+        points = [
+            {
+                "day": start,
+                "jobs": day.jobs,
+                "success_rate": day.pass_rate.rate,
+                "queue_time": median(day.queue),
+                "execution_time": median(day.execution),
+            }
+            for start, day in daily
+        ]
+        series.append({"repo": repo, "points": points})
+    start = int(now // DAY) * int(DAY) - (days - 1) * int(DAY)
     return {"now": now, "days": days, "start": start, "series": series}

@@ -11,8 +11,8 @@ from relay.dashboard.timefmt import duration_text
 
 _CHARTS = (
     ("success_rate", "Success rate", "Share of decisive jobs that passed, per day."),
-    ("queue_time", "Queue time", "Daily mean of dispatch → job started (in_progress)."),
-    ("execution_time", "Execution time", "Daily mean of job started → completed."),
+    ("queue_time", "Queue time", "Daily median of dispatch → job started (in_progress callback)."),
+    ("execution_time", "Execution time", "Daily median of job started → completed callback."),
 )
 
 

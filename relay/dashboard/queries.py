@@ -14,11 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from relay.dashboard.stats import NON_DECISIVE
 from relay.store.base import Row, Tx
-
-LONG_JOB_SECONDS = 3 * 3600
-_NON_DECISIVE_SQL = ", ".join(f"'{c}'" for c in sorted(NON_DECISIVE))
 
 
 def backend_repos(tx: Tx) -> list[str]:
@@ -71,59 +67,6 @@ def dispatched_level(tx: Tx, repo: str) -> str | None:
     return None if row is None or row["level"] is None else str(row["level"])
 
 
-def pass_counts(tx: Tx, repo: str, since: float, recent: float) -> Row:
-    """Passed and decisive jobs completed since `since` and since `recent` (> since).
-
-    One aggregate over the covering window index; no GROUP BY, which would tempt
-    the planner into reading every row of the repository through another index.
-    """
-    decisive = f"conclusion NOT IN ({_NON_DECISIVE_SQL})"
-    row = tx.fetchone(
-        "SELECT"
-        " SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS passed,"
-        f" SUM(CASE WHEN {decisive} THEN 1 ELSE 0 END) AS decisive,"
-        " SUM(CASE WHEN conclusion = 'success' AND completed_received_at >= ?"
-        " THEN 1 ELSE 0 END) AS passed_recent,"
-        f" SUM(CASE WHEN {decisive} AND completed_received_at >= ? THEN 1 ELSE 0 END)"
-        " AS decisive_recent"
-        " FROM job_runs WHERE repo = ? AND completed_received_at >= ?",
-        (recent, recent, repo, since),
-    )
-    assert row is not None  # an aggregate always yields one row
-    return {k: int(v or 0) for k, v in row.items()}
-
-
-def median_of(tx: Tx, repo: str, since: float, expression: str) -> float | None:
-    """Median of `expression` (a column expression of ours, never user input) since `since`."""
-    where = f"repo = ? AND completed_received_at >= ? AND ({expression}) IS NOT NULL"
-    count = int(tx.scalar(f"SELECT COUNT(*) FROM job_runs WHERE {where}", (repo, since)) or 0)
-    if count == 0:
-        return None
-    rows = tx.fetchall(
-        f"SELECT ({expression}) AS v FROM job_runs WHERE {where} ORDER BY v LIMIT ? OFFSET ?",
-        (repo, since, 2 - count % 2, (count - 1) // 2),
-    )
-    values = [float(r["v"]) for r in rows]
-    return sum(values) / len(values)
-
-
-def window_figures(tx: Tx, repo: str, since: float) -> Row:
-    """The aggregates the L3 criteria are judged on, for one backend since `since`."""
-    row = tx.fetchone(
-        "SELECT COUNT(*) AS jobs,"
-        " SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS passed,"
-        f" SUM(CASE WHEN conclusion IN ({_NON_DECISIVE_SQL}) THEN 0 ELSE 1 END) AS decisive,"
-        " SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END) AS timed_out,"
-        " AVG(queue_time) AS avg_queue,"
-        " SUM(CASE WHEN queue_time + execution_time > ? THEN 1 ELSE 0 END) AS long_jobs,"
-        " SUM(CASE WHEN queue_time + execution_time IS NOT NULL THEN 1 ELSE 0 END) AS timed"
-        " FROM job_runs WHERE repo = ? AND completed_received_at >= ?",
-        (LONG_JOB_SECONDS, repo, since),
-    )
-    assert row is not None  # an aggregate always yields one row
-    return row
-
-
 def last_result(tx: Tx, repo: str) -> Row | None:
     return tx.fetchone(
         "SELECT conclusion, completed_received_at AS completed_at, job_name, workflow_name, head_sha, pr_number,"
@@ -154,19 +97,6 @@ def relay_health(tx: Tx) -> Row:
     }
 
 
-def daily_figures(tx: Tx, repo: str, start: int) -> list[Row]:
-    """Per day since `start` (unix seconds, whole): pass counts and mean queue/run time."""
-    return tx.fetchall(
-        "SELECT (CAST(completed_received_at AS BIGINT) - ?) / 86400 AS day,"
-        " SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS passed,"
-        f" SUM(CASE WHEN conclusion IN ({_NON_DECISIVE_SQL}) THEN 0 ELSE 1 END) AS decisive,"
-        " AVG(queue_time) AS queue_time, AVG(execution_time) AS execution_time"
-        " FROM job_runs WHERE repo = ? AND completed_received_at >= ?"
-        " GROUP BY (CAST(completed_received_at AS BIGINT) - ?) / 86400 ORDER BY day",
-        (start, repo, start, start),
-    )
-
-
 # --- one backend's grid -------------------------------------------------------------
 
 GRID_COLUMNS = (
@@ -192,24 +122,42 @@ def recent_dispatches(tx: Tx, repo: str, event_types: Sequence[str], limit: int)
     return tx.fetchall(sql, (*params, limit))
 
 
-def recent_undispatched_events(
+def recent_job_events(
     tx: Tx, repo: str, event_types: Sequence[str], conclusion: str | None, limit: int
 ) -> list[Row]:
     """Newest events known from job_runs alone: nightly/periodic runs (no dispatch record),
-    or, with a conclusion filter, the events that have a job with that conclusion."""
-    sql = (
-        "SELECT delivery_id, MAX(event_type) AS event_type, MAX(pr_number) AS pr_number,"
-        " MAX(head_sha) AS head_sha, MAX(updated_at) AS at FROM job_runs WHERE repo = ?"
-    )
-    params: list[Any] = [repo]
-    if conclusion:
-        sql += " AND conclusion = ?"
-        params.append(conclusion)
-    if event_types:
-        sql += f" AND event_type IN ({', '.join('?' for _ in event_types)})"
-        params.extend(event_types)
-    sql += " GROUP BY delivery_id ORDER BY at DESC LIMIT ?"
-    return tx.fetchall(sql, (*params, limit))
+    or, with a conclusion filter, the events that have a job with that conclusion.
+
+    Reads the newest matching job rows through (repo, conclusion|event_type, updated_at)
+    and groups them here: a GROUP BY in SQL would make the planner walk the primary key.
+    """
+    rows: list[Row] = []
+    # One query per event type: an equality keeps the index order, an IN would need a sort
+    # (or a walk through every row of the repository).
+    for event_type in list(event_types) or [""]:
+        sql = "SELECT delivery_id, event_type, pr_number, head_sha, updated_at FROM job_runs"
+        sql += " WHERE repo = ?"
+        params: list[Any] = [repo]
+        if conclusion:
+            sql += " AND conclusion = ?"
+            params.append(conclusion)
+        if event_type:
+            sql += " AND event_type = ?"
+            params.append(event_type)
+        sql += " ORDER BY updated_at DESC LIMIT ?"
+        rows += tx.fetchall(sql, (*params, limit * JOBS_PER_EVENT_BOUND))
+    events: dict[str, Row] = {}
+    for row in sorted(rows, key=lambda r: r["updated_at"], reverse=True):
+        if row["delivery_id"] not in events:
+            events[row["delivery_id"]] = {**row, "at": row["updated_at"]}
+        if len(events) == limit:
+            break
+    return list(events.values())
+
+
+# Job rows read per wanted grid row by `recent_job_events`: an event with more jobs
+# than this may push older events off a filtered grid, never show wrong data.
+JOBS_PER_EVENT_BOUND = 50
 
 
 def job_runs_for(tx: Tx, repo: str, delivery_ids: Sequence[str]) -> list[Row]:

@@ -25,6 +25,7 @@ from relay.dashboard.metrics_charts import charts_for
 from relay.dashboard.presentation import CONCLUSIONS
 from relay.dashboard.render import render
 from relay.dashboard.responses import SECURITY_HEADERS, error_page
+from relay.dashboard.rollup import Rollups
 from relay.dashboard.selection_view import selection_response
 from relay.store.base import Store, Tx
 
@@ -42,6 +43,7 @@ def dashboard_router(
 ) -> APIRouter:
     router = APIRouter(tags=["dashboard"])
     pages = _Pages(store, clock, refresh_seconds)
+    rollups = Rollups()
 
     @router.get("/crcr/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
@@ -53,16 +55,21 @@ def dashboard_router(
 
     @router.get("/crcr", response_class=HTMLResponse)
     def overview_html() -> Response:
-        return pages.html("overview.html.j2", "overview", "/api/crcr", views.overview)
+        return pages.html(
+            "overview.html.j2",
+            "overview",
+            "/api/crcr",
+            lambda tx, now: views.overview(tx, now, rollups),
+        )
 
     @router.get("/api/crcr")
     def overview_json() -> Response:
-        return pages.json(views.overview)
+        return pages.json(lambda tx, now: views.overview(tx, now, rollups))
 
     @router.get("/crcr/metrics", response_class=HTMLResponse)
     def metrics_html(days: Annotated[int, Query(ge=1, le=metrics.MAX_DAYS)] = 14) -> Response:
         def build(tx: Tx, now: float) -> dict[str, Any]:
-            return metrics.metrics_page(tx, now, days)
+            return metrics.metrics_page(tx, now, days, rollups)
 
         return pages.html(
             "metrics.html.j2", "metrics", f"/api/crcr/metrics?days={days}", build, charts_for
@@ -70,17 +77,20 @@ def dashboard_router(
 
     @router.get("/api/crcr/metrics")
     def metrics_json(days: Annotated[int, Query(ge=1, le=metrics.MAX_DAYS)] = 14) -> Response:
-        return pages.json(lambda tx, now: metrics.metrics_page(tx, now, days))
+        return pages.json(lambda tx, now: metrics.metrics_page(tx, now, days, rollups))
 
     @router.get("/crcr/readiness", response_class=HTMLResponse)
     def readiness_html() -> Response:
         return pages.html(
-            "readiness.html.j2", "readiness", "/api/crcr/readiness", views.readiness_table
+            "readiness.html.j2",
+            "readiness",
+            "/api/crcr/readiness",
+            lambda tx, now: views.readiness_table(tx, now, rollups),
         )
 
     @router.get("/api/crcr/readiness")
     def readiness_json() -> Response:
-        return pages.json(views.readiness_table)
+        return pages.json(lambda tx, now: views.readiness_table(tx, now, rollups))
 
     @router.get("/crcr/pr/{number}", response_class=HTMLResponse)
     def pr_html(number: Annotated[int, Path(ge=1)]) -> Response:
@@ -139,7 +149,7 @@ def dashboard_router(
         event: Annotated[EventFilter | Literal[""] | None, Query()] = None,
         conclusion: Annotated[ConclusionFilter | Literal[""] | None, Query()] = None,
     ) -> Response:
-        build = _backend_builder(f"{owner}/{repo}", event, conclusion)
+        build = _backend_builder(f"{owner}/{repo}", event, conclusion, rollups)
         return pages.html(
             "backend.html.j2", "", f"/api/crcr/{owner}/{repo}", build, not_found=_unknown_backend
         )
@@ -151,7 +161,7 @@ def dashboard_router(
         event: Annotated[EventFilter | Literal[""] | None, Query()] = None,
         conclusion: Annotated[ConclusionFilter | Literal[""] | None, Query()] = None,
     ) -> Response:
-        build = _backend_builder(f"{owner}/{repo}", event, conclusion)
+        build = _backend_builder(f"{owner}/{repo}", event, conclusion, rollups)
         return pages.json(build, not_found=_unknown_backend)
 
     @router.get("/selection/{selection_id:path}", response_class=HTMLResponse)
@@ -225,9 +235,11 @@ def _unknown_backend(page: dict[str, Any]) -> str | None:
     )
 
 
-def _backend_builder(repo: str, event: str | None, conclusion: str | None) -> Builder:
+def _backend_builder(
+    repo: str, event: str | None, conclusion: str | None, rollups: Rollups
+) -> Builder:
     def build(tx: Tx, now: float) -> dict[str, Any]:
-        return grid.backend_page(tx, repo, now, event or None, conclusion or None)
+        return grid.backend_page(tx, repo, now, event or None, conclusion or None, rollups)
 
     return build
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from relay.dashboard import queries, readiness
 from relay.dashboard.presentation import LEVEL_ORDER, job_state, look, selection_digest
+from relay.dashboard.rollup import Rollups
 from relay.dashboard.safeurl import allowed_link
-from relay.dashboard.stats import DAY, PassRate
+from relay.dashboard.stats import median
 from relay.store.base import Row, Tx
 
 SUMMARY_DAYS = 7
@@ -33,10 +34,10 @@ def levels_for(tx: Tx, repos: Sequence[str]) -> dict[str, LevelInfo]:
     return levels
 
 
-def overview(tx: Tx, now: float) -> dict[str, Any]:
+def overview(tx: Tx, now: float, rollups: Rollups) -> dict[str, Any]:
     repos = _repos(tx)
     levels = levels_for(tx, repos)
-    backends = [backend_summary(tx, repo, levels.get(repo), now) for repo in repos]
+    backends = [backend_summary(tx, repo, levels.get(repo), now, rollups) for repo in repos]
     grouped = []
     for level in (*LEVEL_ORDER, None):
         members = [b for b in backends if b["level"] == level]
@@ -49,19 +50,20 @@ def _repos(tx: Tx) -> list[str]:
     return queries.backend_repos(tx)
 
 
-def backend_summary(tx: Tx, repo: str, level: LevelInfo | None, now: float) -> dict[str, Any]:
-    counts = queries.pass_counts(tx, repo, now - 14 * DAY, now - 7 * DAY)
-    week_ago = now - SUMMARY_DAYS * DAY
-    last = queries.last_result(tx, repo)
+def backend_summary(
+    tx: Tx, repo: str, level: LevelInfo | None, now: float, rollups: Rollups
+) -> dict[str, Any]:
+    week = rollups.window(tx, repo, now, SUMMARY_DAYS)
+    fortnight = rollups.window(tx, repo, now, 14)
     return {
         "repo": repo,
         "level": level[0] if level else None,
         "level_since": level[1] if level else None,
-        "pass_7d": PassRate(counts["passed_recent"], counts["decisive_recent"]).as_dict(),
-        "pass_14d": PassRate(counts["passed"], counts["decisive"]).as_dict(),
-        "median_queue_7d": queries.median_of(tx, repo, week_ago, "queue_time"),
-        "median_execution_7d": queries.median_of(tx, repo, week_ago, "execution_time"),
-        "last": _last(last),
+        "pass_7d": week.pass_rate.as_dict(),
+        "pass_14d": fortnight.pass_rate.as_dict(),
+        "median_queue_7d": median(week.queue),
+        "median_execution_7d": median(week.execution),
+        "last": _last(queries.last_result(tx, repo)),
     }
 
 
@@ -78,33 +80,24 @@ def _last(row: Row | None) -> dict[str, Any] | None:
     }
 
 
-def readiness_for(tx: Tx, repo: str, level: LevelInfo | None, now: float) -> dict[str, Any]:
-    since = now - readiness.WINDOW_DAYS * DAY
-    row = queries.window_figures(tx, repo, since)
-    figures = readiness.WindowFigures(
-        jobs=int(row["jobs"] or 0),
-        passed=int(row["passed"] or 0),
-        decisive=int(row["decisive"] or 0),
-        timed_out=int(row["timed_out"] or 0),
-        avg_queue=row["avg_queue"],
-        p50_end_to_end=queries.median_of(tx, repo, since, "queue_time + execution_time"),
-        long_jobs=int(row["long_jobs"] or 0),
-        timed_jobs=int(row["timed"] or 0),
-    )
+def readiness_for(
+    tx: Tx, repo: str, level: LevelInfo | None, now: float, rollups: Rollups
+) -> dict[str, Any]:
+    figures = rollups.window(tx, repo, now, readiness.WINDOW_DAYS).figures()
     result = readiness.evaluate(
         level[0] if level else None, level[1] if level else None, figures, now
     )
     return result.as_dict()
 
 
-def readiness_table(tx: Tx, now: float) -> dict[str, Any]:
+def readiness_table(tx: Tx, now: float, rollups: Rollups) -> dict[str, Any]:
     repos = _repos(tx)
     levels = levels_for(tx, repos)
     rows = [
         {
             "repo": repo,
             "level": levels.get(repo, (None,))[0],
-            **readiness_for(tx, repo, levels.get(repo), now),
+            **readiness_for(tx, repo, levels.get(repo), now, rollups),
         }
         for repo in repos
     ]

@@ -34,6 +34,7 @@ class SeededRelay:
     url: str
     seeded: Seeded
     server: RelayServer
+    store_url: str
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +57,12 @@ def seeded_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededRel
         )
         with RelayServer(config, with_worker=True) as server:
             try:
-                yield SeededRelay(server.url, seed(server.url, issuer, github), server)
+                yield SeededRelay(
+                    server.url,
+                    seed(server.url, issuer, github),
+                    server,
+                    f"sqlite:///{directory / 'relay.db'}",
+                )
             except BaseException:
                 print(server.log())
                 raise

@@ -1,0 +1,158 @@
+"""Per-day job figures of each backend, cached once a UTC day is over.
+
+A job's day is the day of its `completed_received_at`, the relay's clock when its
+result arrived, so a day that is over (plus a settling margin for the clocks of
+other relay processes) never gains rows: its figures can be computed once and
+kept. A window ("the last 14 days") is then the cached closed days plus one small
+query for the open part of today. Entries expire after a TTL (with jitter, so
+they do not all expire at once) so that pruning and late writers are picked up.
+
+Windows are whole UTC days: "7 days" is today and the 6 days before.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from relay.dashboard import stats
+from relay.dashboard.readiness import LONG_JOB, WindowFigures
+from relay.store.base import Tx
+
+DAY = int(stats.DAY)
+SETTLE_SECONDS = 600.0
+TTL_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class DayStats:
+    """Completed jobs of one backend over some span; value lists are sorted."""
+
+    jobs: int
+    passed: int
+    decisive: int
+    timed_out: int
+    queue: tuple[float, ...]
+    execution: tuple[float, ...]
+    end_to_end: tuple[float, ...]
+
+    @property
+    def pass_rate(self) -> stats.PassRate:
+        return stats.PassRate(self.passed, self.decisive)
+
+    def figures(self) -> WindowFigures:
+        """The aggregates the L3 criteria are judged on."""
+        return WindowFigures(
+            jobs=self.jobs,
+            passed=self.passed,
+            decisive=self.decisive,
+            timed_out=self.timed_out,
+            avg_queue=stats.mean(self.queue),
+            p50_end_to_end=stats.median(self.end_to_end),
+            long_jobs=len(self.end_to_end) - bisect_right(self.end_to_end, LONG_JOB),
+            timed_jobs=len(self.end_to_end),
+        )
+
+
+EMPTY = DayStats(0, 0, 0, 0, (), (), ())
+
+
+def day_stats(rows: Iterable[tuple[str | None, float | None, float | None]]) -> DayStats:
+    """From (conclusion, queue_time, execution_time) rows of completed jobs."""
+    conclusions: list[str | None] = []
+    queue: list[float] = []
+    execution: list[float] = []
+    end_to_end: list[float] = []
+    for conclusion, q, e in rows:
+        conclusions.append(conclusion)
+        if q is not None:
+            queue.append(float(q))
+        if e is not None:
+            execution.append(float(e))
+        if q is not None and e is not None:
+            end_to_end.append(float(q) + float(e))
+    rate = stats.pass_rate(conclusions)
+    return DayStats(
+        jobs=len(conclusions),
+        passed=rate.passed,
+        decisive=rate.decisive,
+        timed_out=conclusions.count("timed_out"),
+        queue=tuple(sorted(queue)),
+        execution=tuple(sorted(execution)),
+        end_to_end=tuple(sorted(end_to_end)),
+    )
+
+
+def merge(parts: Sequence[DayStats]) -> DayStats:
+    if len(parts) == 1:
+        return parts[0]
+    # Concatenated sorted runs: Timsort merges them in near-linear time.
+    return DayStats(
+        jobs=sum(p.jobs for p in parts),
+        passed=sum(p.passed for p in parts),
+        decisive=sum(p.decisive for p in parts),
+        timed_out=sum(p.timed_out for p in parts),
+        queue=tuple(sorted(v for p in parts for v in p.queue)),
+        execution=tuple(sorted(v for p in parts for v in p.execution)),
+        end_to_end=tuple(sorted(v for p in parts for v in p.end_to_end)),
+    )
+
+
+class Rollups:
+    """Thread-safe cache of closed days, shared by the requests of one relay process."""
+
+    def __init__(
+        self, ttl: float = TTL_SECONDS, settle: float = SETTLE_SECONDS, seed: int | None = None
+    ) -> None:
+        self._ttl = ttl
+        self._settle = settle
+        self._cache: dict[tuple[str, int], tuple[float, DayStats]] = {}
+        self._lock = threading.Lock()
+        self._random = random.Random(seed)
+
+    def window(self, tx: Tx, repo: str, now: float, days: int) -> DayStats:
+        """Jobs completed today and on the `days - 1` UTC days before."""
+        return merge([s for _, s in self.daily(tx, repo, now, days)])
+
+    def daily(self, tx: Tx, repo: str, now: float, days: int) -> list[tuple[int, DayStats]]:
+        """One entry per UTC day (start, figures), oldest first; today is partial."""
+        today = int(now // DAY) * DAY
+        closed_before = int((now - self._settle) // DAY) * DAY
+        out = []
+        for start in range(today - (days - 1) * DAY, today + DAY, DAY):
+            if start + DAY <= closed_before:
+                out.append((start, self._closed_day(tx, repo, start, now)))
+            else:
+                out.append((start, _query(tx, repo, start, start + DAY)))
+        return out
+
+    def _closed_day(self, tx: Tx, repo: str, start: int, now: float) -> DayStats:
+        key = (repo, start)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        computed = _query(tx, repo, start, start + DAY)
+        expires = now + self._ttl * (1 + 0.25 * self._random.random())
+        with self._lock:
+            self._cache[key] = (expires, computed)
+            self._drop_expired(now)
+        return computed
+
+    def _drop_expired(self, now: float) -> None:
+        for key in [k for k, (expires, _) in self._cache.items() if expires <= now]:
+            del self._cache[key]
+
+
+def _query(tx: Tx, repo: str, start: float, end: float) -> DayStats:
+    rows = tx.fetchall(
+        "SELECT conclusion, queue_time, execution_time FROM job_runs"
+        " WHERE repo = ? AND completed_received_at >= ? AND completed_received_at < ?",
+        (repo, start, end),
+    )
+    if not rows:
+        return EMPTY
+    return day_stats((r["conclusion"], r["queue_time"], r["execution_time"]) for r in rows)

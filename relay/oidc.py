@@ -84,8 +84,8 @@ class OidcVerifier:
 
     def verify(self, authorization: str | None) -> CallerIdentity:
         token = _bearer(authorization)
-        issuer = self._issuer_of(token)
-        claims = self._verified_claims(token, issuer)
+        issuer, kid = self._issuer_of(token)
+        claims = self._verified_claims(token, issuer, kid)
         return CallerIdentity(
             repository=_identity(issuer, claims),
             issuer_kind=issuer.kind,
@@ -93,7 +93,7 @@ class OidcVerifier:
             claims=claims,
         )
 
-    def _issuer_of(self, token: str) -> OidcIssuer:
+    def _issuer_of(self, token: str) -> tuple[OidcIssuer, str]:
         try:
             header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})
@@ -106,10 +106,9 @@ class OidcVerifier:
         issuer = self._issuers.get(str(unverified.get("iss", "")).rstrip("/"))
         if issuer is None:
             raise Unauthenticated(f"token issuer {unverified.get('iss')!r} is not trusted")
-        return issuer
+        return issuer, header["kid"]
 
-    def _verified_claims(self, token: str, issuer: OidcIssuer) -> dict[str, Any]:
-        kid = jwt.get_unverified_header(token)["kid"]
+    def _verified_claims(self, token: str, issuer: OidcIssuer, kid: str) -> dict[str, Any]:
         try:
             key = self._jwks[issuer.issuer.rstrip("/")].key_for(kid)
         except UnknownSigningKey as error:

@@ -29,7 +29,7 @@ def test_error(broken): pass
 def _junit_of(pytester: pytest.Pytester, source: str, name: str) -> str:
     test_file = pytester.makepyfile(**{name: source})
     xml = pytester.path / f"{name}.xml"
-    pytester.runpytest_subprocess(test_file, f"--junitxml={xml}", "-p", "no:cacheprovider")
+    pytester.runpytest_inprocess(test_file, f"--junitxml={xml}", "-p", "no:cacheprovider")
     return xml.read_text()
 
 

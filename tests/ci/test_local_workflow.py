@@ -1,0 +1,58 @@
+"""`spyre-ci ci run-workflow`: the workflow's jobs, step by step, on this machine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from spyre_ci.ci.local_workflow import LocalRun, parse_github_output, run_local_workflow
+from tests.ci.conftest import dispatch_event
+from tests.ci.loopback import REQUEST_TOKEN, loopback_server
+
+
+def test_github_output_with_heredoc_values() -> None:
+    text = 'run=true\nmatrix<<EOF_1\n{"include": [\n{"shard": 0}]}\nEOF_1\nreason=a=b\n'
+    assert parse_github_output(text) == {
+        "run": "true",
+        "matrix": '{"include": [\n{"shard": 0}]}',
+        "reason": "a=b",
+    }
+
+
+def test_skipped_plan_runs_only_plan_and_the_report_job(
+    tmp_path: Path, webhook: Callable[[str], dict[str, Any]]
+) -> None:
+    event = dispatch_event("pull_request", webhook("pull_request.closed"), "d-closed")
+    with loopback_server() as server:
+        run = LocalRun(
+            event_name="repository_dispatch",
+            event=event,
+            workdir=tmp_path / "run",
+            upstream_url=str(tmp_path / "unused"),
+            repository="acme/torch-spyre",
+            server_url="https://github.com",
+            run_id="555",
+            extra_env={
+                "ACTIONS_ID_TOKEN_REQUEST_URL": server.token_url,
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": REQUEST_TOKEN,
+                "SPYRE_CI_CALLBACK_URL": server.callback_url,
+            },
+        )
+        result = run_local_workflow(run)
+    assert [step.job for step in result.steps] == [
+        "select-plan",
+        "report-callback",
+        "report-report",
+    ]
+    assert all(step.returncode == 0 for step in result.steps)
+    assert (result.jobs["select"].result, result.jobs["test"].result) == ("success", "skipped")
+    assert result.conclusion == "skipped"
+    started, completed = server.callbacks
+    assert started["workflow"]["url"] == "https://github.com/acme/torch-spyre/actions/runs/555"
+    assert started["workflow"]["check_run_id"] == completed["workflow"]["check_run_id"] == "555001"
+    assert completed["workflow"]["conclusion"] == "skipped"
+    assert completed["delivery_id"] == "d-closed"
+    plan = json.loads((tmp_path / "run" / "selection" / "plan.json").read_text())
+    assert plan["reason"] == "PR #2 was closed without being merged"

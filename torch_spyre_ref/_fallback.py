@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from torch_spyre_ref import _mode, _strict
-from torch_spyre_ref._allocator import allocate
+from torch_spyre_ref._allocator import allocate, storage_bytes
 from torch_spyre_ref._dlpack import cpu_view
 from torch_spyre_ref._plans import Kind, OpPlan, plan_for
 
@@ -114,11 +114,12 @@ def _out_scratch(
 
 
 def _copy_back(original: torch.Tensor, cpu_out: torch.Tensor) -> None:
-    """Move an ``out=`` result (possibly resized by the kernel) into the device tensor."""
-    if cpu_out.shape != original.shape:
-        original.resize_(cpu_out.shape)
-    if cpu_out.stride() != original.stride() and cpu_out.numel() > 1:
-        original.as_strided_(cpu_out.shape, cpu_out.stride())
+    """Move an ``out=`` result (possibly resized or restrided by the kernel) into the device
+    tensor, growing its storage through the device allocator when needed."""
+    if cpu_out.shape != original.shape or cpu_out.stride() != original.stride():
+        elements = storage_bytes(cpu_out.shape, cpu_out.stride(), 1)
+        original.resize_(max(elements, 0))
+        original.as_strided_(cpu_out.shape, cpu_out.stride(), 0)
     if cpu_out.numel():
         cpu_view(original).copy_(cpu_out)
 

@@ -17,6 +17,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from relay.dashboard import stats
 from relay.dashboard.readiness import LONG_JOB, WindowFigures
@@ -62,27 +63,34 @@ EMPTY = DayStats(0, 0, 0, 0, (), (), ())
 
 def day_stats(rows: Iterable[tuple[str | None, float | None, float | None]]) -> DayStats:
     """From (conclusion, queue_time, execution_time) rows of completed jobs."""
-    conclusions: list[str | None] = []
+    jobs = passed = decisive = timed_out = 0
     queue: list[float] = []
     execution: list[float] = []
     end_to_end: list[float] = []
+    non_decisive = stats.NON_DECISIVE
     for conclusion, q, e in rows:
-        conclusions.append(conclusion)
+        jobs += 1
+        if conclusion is not None and conclusion not in non_decisive:
+            decisive += 1
+            passed += conclusion == "success"
+            timed_out += conclusion == "timed_out"
         if q is not None:
-            queue.append(float(q))
+            queue.append(q)
+            if e is not None:
+                end_to_end.append(q + e)
         if e is not None:
-            execution.append(float(e))
-        if q is not None and e is not None:
-            end_to_end.append(float(q) + float(e))
-    rate = stats.pass_rate(conclusions)
+            execution.append(e)
+    queue.sort()
+    execution.sort()
+    end_to_end.sort()
     return DayStats(
-        jobs=len(conclusions),
-        passed=rate.passed,
-        decisive=rate.decisive,
-        timed_out=conclusions.count("timed_out"),
-        queue=tuple(sorted(queue)),
-        execution=tuple(sorted(execution)),
-        end_to_end=tuple(sorted(end_to_end)),
+        jobs=jobs,
+        passed=passed,
+        decisive=decisive,
+        timed_out=timed_out,
+        queue=tuple(queue),
+        execution=tuple(execution),
+        end_to_end=tuple(end_to_end),
     )
 
 
@@ -95,10 +103,19 @@ def merge(parts: Sequence[DayStats]) -> DayStats:
         passed=sum(p.passed for p in parts),
         decisive=sum(p.decisive for p in parts),
         timed_out=sum(p.timed_out for p in parts),
-        queue=tuple(sorted(v for p in parts for v in p.queue)),
-        execution=tuple(sorted(v for p in parts for v in p.execution)),
-        end_to_end=tuple(sorted(v for p in parts for v in p.end_to_end)),
+        queue=_merged(p.queue for p in parts),
+        execution=_merged(p.execution for p in parts),
+        end_to_end=_merged(p.end_to_end for p in parts),
     )
+
+
+def _merged(runs: Iterable[tuple[float, ...]]) -> tuple[float, ...]:
+    return tuple(sorted(chain.from_iterable(runs)))
+
+
+def pass_rate_of(parts: Sequence[DayStats]) -> stats.PassRate:
+    """The pass rate over several days without merging their value lists."""
+    return stats.PassRate(sum(p.passed for p in parts), sum(p.decisive for p in parts))
 
 
 class Rollups:

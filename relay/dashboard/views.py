@@ -12,7 +12,7 @@ from typing import Any
 
 from relay.dashboard import queries, readiness
 from relay.dashboard.presentation import LEVEL_ORDER, job_state, look, selection_digest
-from relay.dashboard.rollup import Rollups
+from relay.dashboard.rollup import Rollups, merge, pass_rate_of
 from relay.dashboard.safeurl import allowed_link
 from relay.dashboard.stats import median
 from relay.store.base import Row, Tx
@@ -53,14 +53,14 @@ def _repos(tx: Tx) -> list[str]:
 def backend_summary(
     tx: Tx, repo: str, level: LevelInfo | None, now: float, rollups: Rollups
 ) -> dict[str, Any]:
-    week = rollups.window(tx, repo, now, SUMMARY_DAYS)
-    fortnight = rollups.window(tx, repo, now, 14)
+    days = [d for _, d in rollups.daily(tx, repo, now, 14)]
+    week = merge(days[-SUMMARY_DAYS:])
     return {
         "repo": repo,
         "level": level[0] if level else None,
         "level_since": level[1] if level else None,
         "pass_7d": week.pass_rate.as_dict(),
-        "pass_14d": fortnight.pass_rate.as_dict(),
+        "pass_14d": pass_rate_of(days).as_dict(),
         "median_queue_7d": median(week.queue),
         "median_execution_7d": median(week.execution),
         "last": _last(queries.last_result(tx, repo)),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from relay.callbacks.downstreams import downstream_of
 from relay.callbacks.effects import enqueue_effects
 from relay.callbacks.records import key_of, load_dispatch, mark_swept, state_of
 from relay.callbacks.settings import CallbackSettings, callback_settings
@@ -43,7 +44,6 @@ TAG_DELIVERY_PREFIX = "tag-poll:"
 def sweep_timeouts(state: RelayState, settings: CallbackSettings) -> int:
     now = state.clock.now()
     cutoff = now - settings.in_progress_timeout_seconds
-    allowlist = state.allowlist.current()
     swept = 0
     with state.store.transaction() as tx:
         rows = tx.fetchall(
@@ -55,7 +55,7 @@ def sweep_timeouts(state: RelayState, settings: CallbackSettings) -> int:
             key = key_of(row)
             if not mark_swept(tx, key, time_out(state_of(row), now), now):
                 continue
-            entry = allowlist.get(key.repo)
+            entry = downstream_of(state, key.repo)
             dispatch = load_dispatch(tx, key.delivery_id, key.repo)
             labels = dispatch.labels if dispatch else ()
             level = entry.level if entry else (dispatch.level if dispatch else None) or "L2"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay.callback_token import CallbackTokenError, CallbackTokenSigner, TokenBinding
 from relay.callbacks.body import BadCallback, CallbackBody, parse_callback
+from relay.callbacks.downstreams import LEVEL_ORDER, downstream_of
 from relay.callbacks.effects import enqueue_effects
 from relay.callbacks.rate_limit import TokenBucketLimiter, retry_after_header
 from relay.callbacks.records import (
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from relay.state import RelayState
 
 log = logging.getLogger("relay.callbacks")
-LEVEL_ORDER = {"L1": 1, "L2": 2, "L3": 3, "L4": 4}
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class CallbackService:
     def _handle(self, authorization: str | None, raw: bytes) -> Answer:
         identity = self._identity(authorization)
         body = self._body(raw)
-        entry = self.state.allowlist.current().get(identity.repository)
+        entry = downstream_of(self.state, identity.repository)
         if entry is None:
             raise _refuse(403, f"repository {identity.repository} is not allowlisted")
         if LEVEL_ORDER[entry.level] < 2:

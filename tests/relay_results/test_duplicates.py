@@ -62,3 +62,26 @@ def test_replayed_callback_with_other_content_is_rejected(
         assert replay.status_code == 409
         jobs = loop.rows("SELECT conclusion FROM job_runs")
     assert jobs == [{"conclusion": "failure"}]
+
+
+def test_every_attempt_of_one_dispatch_carries_the_same_token_id(
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
+) -> None:
+    """At-least-once dispatch: a run started by an attempt whose answer was lost still reports."""
+    from relay.callbacks.tokens import payload_extension
+    from relay.dispatch.dispatcher import DispatchRequest
+    from tests.support.results_loop import fixture_payload
+
+    with ResultsLoop(tmp_path, github, oidc) as loop:
+        delivery = loop.webhook("pull_request.opened")
+        loop.drain()
+        request = DispatchRequest(
+            delivery, "acme/l2", "pull_request", fixture_payload("pull_request.opened")
+        )
+        earlier = payload_extension(loop.state, request)
+        loop.clock.advance(30)
+        later = payload_extension(loop.state, request)
+        assert earlier.callback_token_id == later.callback_token_id
+        assert earlier.extra["callback_token"] != later.extra["callback_token"]  # new expiry
+        payload = {**loop.client_payload(delivery, "acme/l2"), **earlier.extra}
+        assert loop.callback("acme/l2", payload).status_code == 200

@@ -135,3 +135,16 @@ def test_nightly_callback_is_recorded_without_a_dispatch(
         (sha, "nightly", "failure")
     ]
     assert len(hud.posts) == 1  # an identical repeat is not forwarded twice
+
+
+def test_a_configured_target_reports_at_its_configured_level(
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
+) -> None:
+    """Targets outside the allowlist (the local target, for one) report like repositories."""
+    target = {"name": "acme/configured", "connection": "github", "level": "L2"}
+    with ResultsLoop(tmp_path, github, oidc, targets=[target]) as loop:
+        delivery = loop.webhook("pull_request.opened")
+        loop.drain()
+        _run_job(loop, delivery, "acme/configured", queue=1, execution=2)
+        jobs = loop.rows("SELECT repo, status FROM job_runs")
+    assert jobs == [{"repo": "acme/configured", "status": "completed"}]

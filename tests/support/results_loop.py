@@ -86,6 +86,7 @@ class ResultsLoop:
         store_url: str | None = None,
         allowlist: str = ALLOWLIST,
         github_config: dict[str, Any] | None = None,
+        targets: list[dict[str, Any]] | None = None,
     ) -> None:
         self.github = github
         self.oidc = oidc
@@ -107,6 +108,7 @@ class ResultsLoop:
                 },
                 "worker": {"backoff_base_seconds": 1.0, "max_attempts": 5},
                 "public_url": "http://relay.test",
+                "targets": targets or [],
                 "extra": {"callbacks": settings},
             }
         )

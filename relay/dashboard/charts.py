@@ -43,8 +43,11 @@ def line_chart(
     y_max: float | None,
     y_format: Callable[[float], str],
     x_format: Callable[[float], str],
+    x_ticks: Sequence[float] = (),
 ) -> Markup:
-    """A multi-series line chart; gaps where a day has no data; y starts at 0."""
+    """A multi-series line chart; gaps where a day has no data; y starts at 0.
+
+    `x_ticks` are the x values to label (default: both ends)."""
     top = y_max if y_max is not None else _nice_max(series)
     scale = _Scale(x_range, top)
     parts = [
@@ -52,7 +55,7 @@ def line_chart(
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
         *_grid(scale, top, y_format),
-        *_x_labels(scale, x_format),
+        *_x_labels(scale, x_format, x_ticks or x_range),
     ]
     for index, s in enumerate(series):
         parts.extend(_series(scale, s, colour(index), y_format, x_format))
@@ -97,13 +100,14 @@ def _grid(scale: _Scale, top: float, y_format: Callable[[float], str]) -> list[s
     return out
 
 
-def _x_labels(scale: _Scale, x_format: Callable[[float], str]) -> list[str]:
+def _x_labels(scale: _Scale, x_format: Callable[[float], str], ticks: Sequence[float]) -> list[str]:
     out = []
-    for i in range(5):
-        value = scale.x0 + (scale.x1 - scale.x0) * i / 4
-        anchor = "start" if i == 0 else "end" if i == 4 else "middle"
+    for value in ticks:
+        x = scale.x(value)
+        # Keep the end labels inside the drawing.
+        anchor = "start" if x < PAD_LEFT + 20 else "end" if x > WIDTH - PAD_RIGHT - 20 else "middle"
         out.append(
-            f'<text class="tick" x="{scale.x(value):.1f}" y="{HEIGHT - 8}" '
+            f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 8}" '
             f'text-anchor="{anchor}">{escape(x_format(value))}</text>'
         )
     return out

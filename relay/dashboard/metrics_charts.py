@@ -19,6 +19,9 @@ _CHARTS = (
 def charts_for(page: dict[str, Any]) -> dict[str, Any]:
     start = float(page["start"])
     end = start + (int(page["days"]) - 1) * DAY
+    days = int(page["days"])
+    step = max(1, -(-days // 7))  # at most about 7 labels, always on whole days
+    ticks = [end - i * DAY for i in range(0, days, step)]
     charts = []
     for key, title, note in _CHARTS:
         series = [
@@ -32,6 +35,7 @@ def charts_for(page: dict[str, Any]) -> dict[str, Any]:
             1.0 if is_rate else None,
             _percent if is_rate else duration_text,
             _day,
+            ticks,
         )
         charts.append({"title": title, "svg": svg, "note": note})
     return {"charts": charts}

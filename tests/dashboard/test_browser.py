@@ -17,13 +17,16 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A fresh context per test; any JavaScript dialog (an XSS payload firing) fails it."""
+    """A fresh context per test; a JavaScript dialog (an XSS payload firing), a page error
+    or a console error (a CSP violation by our own pages, a missing file) fails it."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     tab = context.new_page()
     dialogs: list[str] = []
     errors: list[str] = []
     tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.on("console", lambda m: m.type == "error" and errors.append(f"{tab.url}: {m.text}"))
+    tab.errors = errors  # the selection report's own blocked script is expected there
     yield tab
     context.close()
     assert dialogs == [], f"a script ran: {dialogs}"
@@ -99,12 +102,15 @@ def test_click_through_overview_backend_change_report(
     _no_injected_script_ran(tab)
     _shot(tab, artifacts, "04-pr")
 
+    assert tab.errors == []
     with tab.expect_response(lambda r: "/selection/" in r.url) as answer:
         l4.get_by_role("link", name="selection report").click()
     assert "sandbox" in answer.value.headers["content-security-policy"]
     assert tab.locator("h1").inner_text() == "Selection report"
     # The report's own <script> (which would retitle the page) was blocked by the sandbox.
     assert tab.title() == "Selection report"
+    assert all("sandboxed" in e or "Content Security Policy" in e for e in tab.errors)
+    tab.errors.clear()
     _shot(tab, artifacts, "05-selection-report")
 
 
@@ -144,6 +150,8 @@ def test_empty_and_unknown_states_say_what_to_do(
     answer = tab.goto(f"{seeded_relay.url}/crcr/nobody/nothing")
     assert answer.status == 404
     assert "not in the allowlist" in tab.locator("main").inner_text()
+    assert len(tab.errors) == 1 and "404" in tab.errors[0]  # Chromium logs the page's own 404
+    tab.errors.clear()
     tab.goto(f"{seeded_relay.url}/crcr/pr/999999")
     assert "No backend has run for this change" in tab.locator("main").inner_text()
     tab.goto(f"{seeded_relay.url}/crcr/{L2_REPO}?event=push&conclusion=failure")

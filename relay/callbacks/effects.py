@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from relay.callbacks.records import key_text, key_to_list
+from relay.callbacks.records import key_text, key_to_list, load_job_row
 from relay.callbacks.settings import CallbackSettings
 from relay.callbacks.state_machine import JobKey
 from relay.checks import wants_report
@@ -82,8 +82,6 @@ def _add(
 
 
 def _current_step(tx: Tx, key: JobKey) -> str:
-    from relay.callbacks.records import load_job_row
-
     row = load_job_row(tx, key)
     if row is None:
         raise LookupError(f"job {key_text(key)} is not recorded")

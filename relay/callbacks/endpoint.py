@@ -13,8 +13,9 @@ from fastapi.responses import JSONResponse
 from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 
+from relay.callbacks.answer import Answer
 from relay.callbacks.hud_api import HudReceiver
-from relay.callbacks.service import Answer, CallbackService
+from relay.callbacks.service import CallbackService
 from relay.store import StoreUnavailable
 
 if TYPE_CHECKING:

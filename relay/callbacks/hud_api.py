@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from relay.callbacks.service import Answer
+from relay.callbacks.answer import Answer
 from relay.callbacks.settings import callback_settings
 from relay.hud import HUD_KEY_HEADER, hud_key
 from relay.store import Tx

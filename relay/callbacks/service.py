@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relay.callback_token import CallbackTokenError, CallbackTokenSigner, TokenBinding
+from relay.callbacks.answer import Answer
 from relay.callbacks.body import BadCallback, CallbackBody, parse_callback
 from relay.callbacks.downstreams import LEVEL_ORDER, downstream_of
 from relay.callbacks.effects import enqueue_effects
@@ -44,13 +44,6 @@ if TYPE_CHECKING:
     from relay.state import RelayState
 
 log = logging.getLogger("relay.callbacks")
-
-
-@dataclass(frozen=True)
-class Answer:
-    status_code: int
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
 
 
 class _Refused(Exception):

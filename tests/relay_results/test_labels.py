@@ -25,9 +25,11 @@ def _statuses(results_api: FakeResultsAPI) -> list[str]:
     return [r["status"] for r in results_api.check_runs_named(L3_CHECK)]
 
 
-@pytest.fixture
-def loop(tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer):
-    with ResultsLoop(tmp_path, github, oidc) as running:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def loop(request: pytest.FixtureRequest, tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer):
+    """Both dialects: PostgreSQL takes row locks between a callback and a label backfill."""
+    store_url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    with ResultsLoop(tmp_path, github, oidc, store_url=store_url) as running:
         yield running
 
 

@@ -145,3 +145,18 @@ def test_oversized_body_is_413(loop: ResultsLoop, delivery: str) -> None:
         headers={"Authorization": f"Bearer {loop.token('acme/l2')}"},
     )
     assert answer.status_code == 413
+
+
+def test_without_required_tokens_a_crcr_client_without_one_is_accepted(
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
+) -> None:
+    """`require_callback_token: false`: clients of the shipped relay work unchanged..."""
+    with ResultsLoop(tmp_path, github, oidc, callbacks={"require_callback_token": False}) as loop:
+        delivery = loop.webhook("pull_request.opened")
+        loop.drain()
+        payload = loop.client_payload(delivery, "acme/l2")
+        tampered = {**payload, "callback_token": payload["callback_token"][:-4] + "AAAA"}
+        del payload["callback_token"]
+        assert loop.callback("acme/l2", payload).status_code == 200
+        # ... but a token that is sent must still be genuine.
+        assert loop.callback("acme/l2", tampered, job_name="other").status_code == 403

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from test_manifests.loader import ManifestError, ManifestIssue, load_manifests
-from test_manifests.matching import PATH_TOKENS_ENV, PathRoots, expand_path
+from test_manifests.loader import ManifestError, load_manifests
+from test_manifests.matching import PATH_TOKENS_ENV, PathRoots
 from test_manifests.merge import merge_manifests
-from test_manifests.model import Manifest
+from test_manifests.run import check_tokens
 
 PLUGIN_NAME = "spyre-manifest"
 
@@ -69,28 +69,6 @@ def path_roots(config: pytest.Config) -> PathRoots:
         torch_root=str(Path(torch_root).resolve()) if torch_root else None,
         device_root=str(Path(device_root).resolve()) if device_root else None,
     )
-
-
-def check_tokens(manifest: Manifest, roots: PathRoots) -> None:
-    """A path token with no value is an error naming the file and line."""
-    issues = []
-    for index, entry in enumerate(manifest.suite.files):
-        if expand_path(entry.path, roots) is None:
-            pos = manifest.position(("files", index, "path"))
-            token = next(t for t in PATH_TOKENS_ENV if t in entry.path)
-            hint = "--pytorch-src" if token == "${TORCH_ROOT}" else "--device-src"
-            issues.append(
-                ManifestIssue(
-                    pos.file,
-                    pos.line,
-                    pos.column,
-                    f"test_suite_config.files[{index}].path",
-                    f"path token {token} has no value: pass {hint} or set "
-                    f"{' or '.join(PATH_TOKENS_ENV[token])}",
-                )
-            )
-    if issues:
-        raise ManifestError(issues)
 
 
 @pytest.hookimpl(trylast=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from test_manifests.loader import ManifestError, ManifestIssue, load_manifests
-from test_manifests.matching import PathRoots, expand_path
+from test_manifests.matching import PATH_TOKENS_ENV, PathRoots, expand_path
 from test_manifests.merge import merge_manifests
 from test_manifests.model import Manifest
 
@@ -62,6 +62,28 @@ def read_selection(directory: Path, shard: int | None) -> Selection:
     return selection
 
 
+def check_tokens(manifest: Manifest, roots: PathRoots) -> None:
+    """A path token with no value is an error naming the file and line."""
+    issues = []
+    for index, entry in enumerate(manifest.suite.files):
+        if expand_path(entry.path, roots) is None:
+            pos = manifest.position(("files", index, "path"))
+            token = next(t for t in PATH_TOKENS_ENV if t in entry.path)
+            hint = "--pytorch-src" if token == "${TORCH_ROOT}" else "--device-src"
+            issues.append(
+                ManifestIssue(
+                    pos.file,
+                    pos.line,
+                    pos.column,
+                    f"test_suite_config.files[{index}].path",
+                    f"path token {token} has no value: pass {hint} or set "
+                    f"{' or '.join(PATH_TOKENS_ENV[token])}",
+                )
+            )
+    if issues:
+        raise ManifestError(issues)
+
+
 def manifest_files(manifest: Manifest, roots: PathRoots) -> list[Path]:
     """The upstream files the manifest names; a path that names no file is an error."""
     files: list[Path] = []
@@ -98,6 +120,7 @@ def pytest_args(
     paths = list(manifests) + ([selection.overlay] if selection and selection.overlay else [])
     loaded = load_manifests(paths)
     manifest = merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
+    check_tokens(manifest, roots)
     args = [arg for path in paths for arg in ("--manifest", str(path))]
     if roots.torch_root:
         args += ["--pytorch-src", roots.torch_root, "--rootdir", roots.torch_root]

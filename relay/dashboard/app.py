@@ -1,16 +1,52 @@
-"""The dashboard's router factory for `relay.app.ROUTER_FACTORIES`."""
+"""The dashboard's router factory for `relay.app.ROUTER_FACTORIES`, and its settings.
+
+Optional settings under `extra.dashboard` of the relay config (YAML), e.g.::
+
+    extra:
+      dashboard:
+        warm_cache: true       # fill the day cache in the background at start
+        refresh_seconds: 30    # live refresh of open pages; 0 turns it off
+
+Environment: `SPYRE_RELAY_EXTRA__DASHBOARD__REFRESH_SECONDS=60` and so on.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from relay.config import ConfigError
 from relay.dashboard.routes import dashboard_router
 
 if TYPE_CHECKING:
     from relay.state import RelayState
 
 
+class DashboardSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    warm_cache: bool = True
+    refresh_seconds: int = Field(30, ge=0, le=3600)
+
+
+def dashboard_settings(extra: dict[str, Any]) -> DashboardSettings:
+    try:
+        return DashboardSettings.model_validate(extra.get("dashboard") or {})
+    except ValidationError as error:
+        fields = "; ".join(
+            "extra.dashboard." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
+            for e in error.errors()
+        )
+        raise ConfigError(f"invalid relay configuration: {fields}") from None
+
+
 def router(state: RelayState) -> APIRouter:
-    return dashboard_router(state.store, state.clock)
+    settings = dashboard_settings(state.config.extra)
+    return dashboard_router(
+        state.store,
+        state.clock,
+        refresh_seconds=settings.refresh_seconds,
+        warm_cache=settings.warm_cache,
+    )

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from itertools import chain
 
 from relay.dashboard import stats
+from relay.dashboard.queries import backend_repos
 from relay.dashboard.readiness import LONG_JOB, WindowFigures
-from relay.store.base import Tx
+from relay.store.base import Store, Tx
 
 DAY = int(stats.DAY)
 SETTLE_SECONDS = 600.0
@@ -145,6 +146,17 @@ class Rollups:
             else:
                 out.append((start, _query(tx, repo, start, start + DAY)))
         return out
+
+    def warm(self, store: Store, now: float, days: int) -> int:
+        """Fill the cache for every backend (the last 14 days first, then `days`);
+        return the number of backends. Short read transactions, one per backend."""
+        with store.transaction(write=False) as tx:
+            repos = backend_repos(tx)
+        for horizon in sorted({min(14, days), days}):
+            for repo in repos:
+                with store.transaction(write=False) as tx:
+                    self.daily(tx, repo, now, horizon)
+        return len(repos)
 
     def _closed_day(self, tx: Tx, repo: str, start: int, now: float) -> DayStats:
         key = (repo, start)

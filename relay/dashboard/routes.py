@@ -10,7 +10,10 @@ render it.
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
+import time
 from collections.abc import Callable
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -39,11 +42,13 @@ ConclusionFilter = Literal[CONCLUSIONS]  # type: ignore[valid-type]
 
 
 def dashboard_router(
-    store: Store, clock: Clock = SYSTEM_CLOCK, refresh_seconds: int = 30
+    store: Store, clock: Clock = SYSTEM_CLOCK, refresh_seconds: int = 30, warm_cache: bool = True
 ) -> APIRouter:
     router = APIRouter(tags=["dashboard"])
     pages = _Pages(store, clock, refresh_seconds)
     rollups = Rollups()
+    if warm_cache:
+        _start_warmup(store, rollups, clock)
 
     @router.get("/crcr/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
@@ -176,6 +181,25 @@ def dashboard_router(
 
 
 Builder = Callable[[Tx, float], dict[str, Any]]
+log = logging.getLogger(__name__)
+
+
+def _start_warmup(store: Store, rollups: Rollups, clock: Clock) -> None:
+    """Fill the day cache in the background so that the first visitor after a start
+    does not pay for reading a month of jobs."""
+
+    def warm() -> None:
+        started = time.monotonic()
+        try:
+            backends = rollups.warm(store, clock.now(), metrics.MAX_DAYS)
+        except Exception:  # a loop boundary: a store closing under us must not crash anything
+            log.debug("dashboard cache warm-up stopped", exc_info=True)
+            return
+        log.info(
+            "dashboard cache warm for %d backends in %.2f s", backends, time.monotonic() - started
+        )
+
+    threading.Thread(target=warm, name="dashboard-cache-warmup", daemon=True).start()
 
 
 def _never(page: dict[str, Any]) -> str | None:

@@ -41,3 +41,16 @@ def test_an_empty_relay_says_what_to_do(tmp_path: Path) -> None:
     assert "No downstream results yet" in html
     assert "Is the callback action configured?" in html
     assert "is the GitHub App's webhook pointed here?" in html
+
+
+def test_bad_dashboard_settings_name_the_field() -> None:
+    import pytest
+
+    from relay.config import ConfigError
+    from relay.dashboard.app import dashboard_settings
+
+    assert dashboard_settings({}).refresh_seconds == 30
+    with pytest.raises(ConfigError, match=r"extra\.dashboard\.refresh_seconds"):
+        dashboard_settings({"dashboard": {"refresh_seconds": -1}})
+    with pytest.raises(ConfigError, match=r"extra\.dashboard\.colour"):
+        dashboard_settings({"dashboard": {"colour": "blue"}})

@@ -78,3 +78,17 @@ def test_merge_equals_computing_over_all_rows() -> None:
     assert (figures.jobs, figures.passed, figures.decisive, figures.timed_out) == (5, 2, 4, 1)
     assert figures.long_jobs == 1 and figures.timed_jobs == 3
     assert figures.p50_end_to_end == 99.0
+
+
+def test_warm_fills_every_closed_day_so_a_page_only_reads_today(store: Store) -> None:
+    from relay.dashboard.explain import RecordingTx
+
+    _job(store, "old", TODAY - 20 * DAY, "success", 1, 1)
+    _job(store, "today", TODAY + 5, "failure", 1, 1)
+    rollups = Rollups()
+    assert rollups.warm(store, NOW, 30) == 1
+    with store.transaction(write=False) as tx:
+        recorder = RecordingTx(tx)
+        month = rollups.window(recorder, "a/b", NOW, 30)
+    assert (month.jobs, month.passed) == (2, 1)
+    assert len(recorder.queries) == 1  # today's rows only

@@ -57,6 +57,16 @@ def load_dispatch(tx: Tx, delivery_id: str, repo: str, *, lock: bool = False) ->
     )
 
 
+def recording_dispatch(tx: Tx, delivery_id: str, repo: str) -> bool:
+    """A dispatch job of (delivery, repo) is still open (sent, or about to be)."""
+    row = tx.fetchone(
+        "SELECT 1 AS open FROM outbox WHERE kind = 'dispatch' AND state = 'pending'"
+        " AND delivery_id = ? AND LOWER(target) = LOWER(?)",
+        (delivery_id, repo),
+    )
+    return row is not None
+
+
 def load_job(tx: Tx, key: JobKey) -> tuple[JobState, Row] | None:
     row = tx.fetchone(f"SELECT * FROM job_runs WHERE {_KEY_WHERE}", key_params(key))
     if row is None:

@@ -24,6 +24,7 @@ from relay.callbacks.records import (
     JobFacts,
     load_dispatch,
     load_job,
+    recording_dispatch,
     save_job,
     save_selection,
 )
@@ -144,10 +145,7 @@ class CallbackService:
             now = self.state.clock.now()
             dispatch = load_dispatch(tx, body.delivery_id, identity.repository, lock=True)
             if dispatch is None:
-                raise _refuse(
-                    400,
-                    f"no dispatch of delivery {body.delivery_id} to {identity.repository}",
-                )
+                raise _no_dispatch(tx, body.delivery_id, identity.repository)
             key = JobKey(key.delivery_id, dispatch.repo, key.run_id, key.run_attempt, key.job_name)
             token_id = self._check_token(body, dispatch, now)
             loaded = load_job(tx, key)
@@ -207,6 +205,20 @@ class CallbackService:
             record_periodic(tx, key, body, selection_id, identity, now)
             enqueue_effects(tx, self.state, self.settings, key, level, None, (), now)
         return Answer(200, {"accepted": True, "status": "completed", "periodic": True})
+
+
+def _no_dispatch(tx: Tx, delivery_id: str, repo: str) -> _Refused:
+    """400 as shipped; but 503 + Retry-After while our own dispatch job is still open.
+
+    The worker records DISPATCHED in the transaction that completes the dispatch
+    job, just after GitHub accepted it; a downstream that reports within those
+    milliseconds (the local target) is asked to retry instead of being refused.
+    """
+    if recording_dispatch(tx, delivery_id, repo):
+        return _refuse(
+            503, f"dispatch of {delivery_id} to {repo} is being recorded", {"Retry-After": "2"}
+        )
+    return _refuse(400, f"no dispatch of delivery {delivery_id} to {repo}")
 
 
 def _answer(state: JobState, status: str) -> dict[str, Any]:

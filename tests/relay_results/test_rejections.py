@@ -160,3 +160,20 @@ def test_without_required_tokens_a_crcr_client_without_one_is_accepted(
         assert loop.callback("acme/l2", payload).status_code == 200
         # ... but a token that is sent must still be genuine.
         assert loop.callback("acme/l2", tampered, job_name="other").status_code == 403
+
+
+def test_callback_racing_its_own_dispatch_is_asked_to_retry(loop: ResultsLoop) -> None:
+    """Before the worker has recorded DISPATCHED: 503 + Retry-After, then accepted."""
+    from relay.callbacks.tokens import payload_extension
+    from relay.dispatch.dispatcher import DispatchRequest
+    from tests.support.results_loop import fixture_payload
+
+    delivery = loop.webhook("pull_request.opened")  # queued, not yet dispatched
+    webhook = fixture_payload("pull_request.opened")
+    request = DispatchRequest(delivery, "acme/l2", "pull_request", webhook)
+    payload = {"event_type": "pull_request", "delivery_id": delivery, "payload": webhook}
+    payload.update(payload_extension(loop.state, request).extra)
+    early = loop.callback("acme/l2", payload)
+    assert early.status_code == 503 and early.headers["retry-after"] == "2"
+    loop.drain()
+    assert loop.callback("acme/l2", payload).status_code == 200

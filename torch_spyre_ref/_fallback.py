@@ -33,11 +33,13 @@ class _Conversion:
 
     def value(self, x: Any) -> Any:
         if isinstance(x, torch.Tensor):
+            if x.is_cpu:
+                if x.dim() > 0:
+                    self.saw_cpu = True
+                return x
             if x.device.type == DEVICE_TYPE:
                 self.saw_spyre = True
                 return cpu_view(x)
-            if x.dim() > 0 and x.device.type == "cpu":
-                self.saw_cpu = True
             return x
         if isinstance(x, (list, tuple)) and x and any(isinstance(e, torch.Tensor) for e in x):
             return type(x)(self.value(e) for e in x)
@@ -72,7 +74,7 @@ def run_on_cpu(
             "Expected all tensors to be on the same device, but found at least two devices, "
             f"spyre:0 and cpu! (when checking arguments for {plan.name})"
         )
-    scratch = _out_scratch(plan, kwargs, cpu_kwargs)
+    scratch = _out_scratch(plan, kwargs, cpu_kwargs) if plan.out_args else []
     if plan.generator_arg is not None and cpu_kwargs.get(plan.generator_arg) is None:
         cpu_kwargs[plan.generator_arg] = _mode.generator()
     if _mode.STATE.strict:
@@ -80,6 +82,15 @@ def run_on_cpu(
     elif _has_number_for_tensor(plan, cpu_args):
         # Let overload resolution pick the Scalar overload, which wraps the number as upstream.
         result = op.overloadpacket(*cpu_args, **cpu_kwargs)
+    elif plan.out_args and not scratch:
+        try:
+            result = op(*cpu_args, **cpu_kwargs)
+        except RuntimeError as error:
+            if "not resizable" not in str(error):
+                raise
+            # The out tensor had the wrong shape: rerun with scratch outputs copied back.
+            scratch = _out_scratch(plan, kwargs, cpu_kwargs, force=True)
+            result = op(*cpu_args, **cpu_kwargs)
     else:
         result = op(*cpu_args, **cpu_kwargs)
     for original, cpu_out in scratch:
@@ -88,22 +99,32 @@ def run_on_cpu(
 
 
 def _has_number_for_tensor(plan: OpPlan, args: tuple[Any, ...]) -> bool:
-    return any(
-        i < len(args) and isinstance(args[i], (bool, int, float, complex))
-        for i in plan.tensor_positions
-    )
+    count = len(args)
+    for i in plan.tensor_positions:
+        if i < count and isinstance(args[i], (bool, int, float, complex)):
+            return True
+    return False
 
 
 def _out_scratch(
-    plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any]
+    plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any], force: bool = False
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """CPU tensors for the ``out=`` arguments. A non-empty device ``out`` usually has the result's
+    shape already (structured kernels allocate it so), and then its zero-copy CPU view (made by
+    the conversion) is kept; an empty one is about to be resized, so it gets a scratch tensor."""
     pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    if not force:
+        for name in plan.out_args:
+            if _needs_scratch(kwargs.get(name)):
+                break
+        else:
+            return pairs
     for name in plan.out_args:
         value = kwargs.get(name)
         outs = value if isinstance(value, (list, tuple)) else [value]
         scratch: list[Any] = []
         for out in outs:
-            if isinstance(out, torch.Tensor) and out.device.type == DEVICE_TYPE:
+            if isinstance(out, torch.Tensor) and not out.is_cpu:
                 cpu_out = torch.empty_strided(out.shape, out.stride(), dtype=out.dtype)
                 pairs.append((out, cpu_out))
                 scratch.append(cpu_out)
@@ -111,6 +132,14 @@ def _out_scratch(
                 scratch.append(out)
         cpu_kwargs[name] = type(value)(scratch) if isinstance(value, (list, tuple)) else scratch[0]
     return pairs
+
+
+def _needs_scratch(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return not value.is_cpu and value.numel() == 0
+    if isinstance(value, (list, tuple)):
+        return any(_needs_scratch(v) for v in value)
+    return False
 
 
 def _copy_back(original: torch.Tensor, cpu_out: torch.Tensor) -> None:

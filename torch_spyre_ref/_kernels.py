@@ -33,7 +33,8 @@ def empty_memory_format(
     dtype = dtype or torch.get_default_dtype()
     if _mode.STATE.strict:
         _strict.check_allocation("aten::empty.memory_format", dtype)
-    return allocate(size, _strides_for(size, memory_format), dtype)
+    contiguous = memory_format in (None, torch.contiguous_format, torch.preserve_format)
+    return allocate(size, _strides_for(size, memory_format), dtype, contiguous)
 
 
 def empty_strided(

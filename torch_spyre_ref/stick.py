@@ -59,8 +59,17 @@ def layout_for(shape: Sequence[int], itemsize: int) -> StickLayout:
 
 def padded_allocation_bytes(shape: Sequence[int], itemsize: int, storage_bytes: int) -> int:
     """Bytes a device allocation occupies: the stick-padded size of the tensor it is made for,
-    never less than the storage it must hold, rounded up to whole sticks."""
-    padded = layout_for(shape, itemsize).padded_bytes
+    never less than the storage it must hold, rounded up to whole sticks. (The same arithmetic
+    as ``layout_for(...).padded_bytes``, without building a StickLayout: this is on every
+    allocation's path.)"""
+    if shape:
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        row_bytes = shape[-1] * itemsize
+    else:
+        rows, row_bytes = 1, itemsize
+    padded = rows * (-(-row_bytes // STICK_BYTES) * STICK_BYTES)
     return max(padded, round_up_to_stick(storage_bytes))
 
 

@@ -1,0 +1,72 @@
+"""The default triage agent: rules, no network, the same answer every time."""
+
+from __future__ import annotations
+
+from selection.state import Group, Verdict
+
+# How likely a change of each kind is to break a reused test (higher runs first).
+PRIORITY = {
+    "template": 0.95,
+    "entry": 0.85,
+    "entry-decoration": 0.7,
+    "native": 0.75,
+    "helper": 0.65,
+    "library": 0.6,
+    "unparseable": 0.9,
+    "widen": 0.9,
+    "canary": 0.3,
+    "disabled": 0.2,
+}
+
+
+def _how(group: Group) -> str:
+    return group.cause.kind
+
+
+class DeterministicAgent:
+    name = "deterministic"
+
+    def decide(self, groups: list[Group]) -> dict[str, Verdict]:
+        return {g.group_id: self._verdict(g) for g in groups}
+
+    def _verdict(self, group: Group) -> Verdict:
+        kind = _how(group)
+        priority = PRIORITY.get(kind, 0.5)
+        if kind == "canary":
+            return Verdict(
+                "run",
+                "canary over shared test machinery: one instance per class, template and dtype",
+                0.6,
+                priority,
+                self.name,
+            )
+        if (
+            group.modes == {"xfail"}
+            and "- DecorateInfo(unittest.expectedFailure" in group.cause.summary
+        ):
+            return Verdict(
+                "run",
+                "upstream removed an expected failure; the xfail may now pass (check the manifest)",
+                0.8,
+                0.9,
+                self.name,
+            )
+        if kind == "entry-decoration":
+            return Verdict(
+                "run",
+                "a skip/decorator aimed at these tests changed upstream",
+                0.7,
+                priority,
+                self.name,
+            )
+        if kind in ("entry", "native", "library"):
+            return Verdict(
+                "run",
+                "the op's definition, kernel or reference changed upstream",
+                0.8,
+                priority,
+                self.name,
+            )
+        if kind == "template":
+            return Verdict("run", "the test body itself changed upstream", 0.9, priority, self.name)
+        return Verdict("run", f"reached by a changed {kind}", 0.6, priority, self.name)

@@ -1,0 +1,137 @@
+"""The backend's reuse of upstream tests, read from its manifests (test_manifests, torch-free).
+
+An adapter: the selection asks which files and templates are reused and how one instance
+resolves (runs or not, with which mode and why); `test_manifests` answers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+import test_manifests
+from selection.model import TestInstance
+from test_manifests import Manifest, ManifestError, load_manifests, resolve, reused_files
+from test_manifests import TestInstance as ManifestInstance
+from test_manifests.merge import merge_manifests
+
+SHIPPED_MANIFESTS = Path(test_manifests.__file__).with_name("manifests")
+_REGEX_CHARS = set("*+?[]()|^$\\{}")
+
+
+def shipped_manifest_paths() -> list[Path]:
+    return sorted(SHIPPED_MANIFESTS.glob("*.yaml"))
+
+
+@dataclass(frozen=True)
+class ScopeAnswer:
+    runs: bool
+    mode: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class NamedTemplate:
+    file: str
+    test_class: str
+    method: str
+
+
+class BackendScope:
+    def __init__(self, manifest: Manifest, sources: list[str]) -> None:
+        self.manifest = manifest
+        self.sources = sources
+        self._cache: dict[tuple[str, str, str, str | None, str | None], ScopeAnswer] = {}
+
+    @classmethod
+    def load(cls, paths: list[Path] | None = None) -> BackendScope:
+        chosen = paths or shipped_manifest_paths()
+        manifests = load_manifests(chosen)
+        scope = cls(_merge(manifests), [str(p) for p in chosen])
+        return scope
+
+    def file_patterns(self) -> list[str]:
+        return reused_files([self.manifest])
+
+    def reuses_file(self, path: str) -> bool:
+        return any(fnmatch.fnmatch(path, pattern) for pattern in self.file_patterns())
+
+    def named_templates(self) -> tuple[list[NamedTemplate], list[str]]:
+        """Templates named exactly (`Class::method`), and the regex names that need sources."""
+        exact: list[NamedTemplate] = []
+        patterns: list[str] = []
+        for entry in self.manifest.suite.files:
+            path = entry.path.replace("${TORCH_ROOT}/", "")
+            for test in entry.tests:
+                for name in test.names:
+                    cls_name, sep, method = name.partition("::")
+                    if sep and not (_REGEX_CHARS & set(name)):
+                        exact.append(NamedTemplate(path, cls_name, method))
+                    else:
+                        patterns.append(f"{path}: {name}")
+        return list(dict.fromkeys(exact)), patterns
+
+    def supported_ops(self) -> set[str] | None:
+        ops = self.manifest.suite.global_.supported_ops
+        return None if ops is None else {op.name for op in ops}
+
+    def answer(self, instance: TestInstance) -> ScopeAnswer:
+        op, variant = _split_op(instance.op)
+        key = (instance.file, instance.test_class, instance.template, instance.op, instance.dtype)
+        if key not in self._cache:
+            resolution = resolve(
+                self.manifest,
+                ManifestInstance(
+                    instance.file,
+                    instance.test_class,
+                    instance.template,
+                    op=op,
+                    dtype=_single_dtype(instance.dtype),
+                    op_variant=variant,
+                ),
+            )
+            mode = resolution.mode.value if resolution.mode is not None else "skip"
+            reason = resolution.reason or _rule(resolution)
+            self._cache[key] = ScopeAnswer(resolution.runs, mode, reason)
+        return self._cache[key]
+
+
+_SUITE_SCALARS = ("owner", "reason", "issue")
+
+
+def _merge(manifests: list[Manifest]) -> Manifest:
+    """Merge like `spyre-ci test`; suite-level owner/reason/issue that differ between files
+    (metadata, not behaviour) are dropped rather than failing the whole selection."""
+    if len(manifests) == 1:
+        return manifests[0]
+    try:
+        return merge_manifests(manifests)
+    except ManifestError:
+        relaxed = []
+        for manifest in manifests:
+            data = manifest.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            for key in _SUITE_SCALARS:
+                data["test_suite_config"].pop(key, None)
+            relaxed.append(Manifest.model_validate(data))
+        return merge_manifests(relaxed)
+
+
+def _rule(resolution: object) -> str:
+    decisions = getattr(resolution, "decisions", {}) or {}
+    decision = decisions.get("mode") or decisions.get("entry") or decisions.get("file")
+    return decision.rule if decision is not None else "not named by any manifest"
+
+
+def _split_op(op: str | None) -> tuple[str | None, str | None]:
+    """OpInfo full name -> (name, variant): only a known variant suffix can be split off,
+    so the op name is taken as given and the variant left to the manifest's matching."""
+    return op, None
+
+
+def _single_dtype(dtype: str | None) -> str | None:
+    if dtype is None or (
+        "_" in dtype and not dtype.startswith(("float", "complex", "uint", "int", "bfloat"))
+    ):
+        return dtype
+    return dtype

@@ -1,0 +1,307 @@
+"""`spyre-ci select`: which reused upstream tests an upstream change must run, and why.
+
+Exit codes (a workflow can branch on them; docs/selection.md):
+  0  selection written, at least one test selected
+  4  selection written, nothing selected (the test job can be skipped)
+  2  bad input: unknown version, missing ref, unreadable diff/manifest, bad options
+  3  fetch failure: pip could not download a release, git could not fetch a PR
+  1  unexpected internal error
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from selection.enumerate import DeviceProfile
+from selection.errors import BadInput, SelectionError
+
+EXIT_SELECTED, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FETCH, EXIT_EMPTY = 0, 1, 2, 3, 4
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("SPYRE_CI_CACHE") or Path.home() / ".cache" / "spyre-ci")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:40] or "x"
+
+
+def default_out(from_: str | None, to: str | None, pr: int | None, diff: Path | None) -> Path:
+    if pr is not None:
+        name = f"selection-pr-{pr}"
+    elif diff is not None:
+        name = f"selection-diff-{_slug(diff.stem)}"
+    else:
+        name = f"selection-{_slug(from_ or 'base')}-{_slug(to or 'head')}"
+    return Path("out") / name
+
+
+class _Progress:
+    """Rich progress bars for downloads, extraction and analysis."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.bytes = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
+
+    def transfer(self, description: str, done: int, total: int) -> None:
+        task = self.tasks.get(description)
+        if task is None:
+            task = self.tasks[description] = self.bytes.add_task(description, total=total or None)
+        self.bytes.update(task, completed=done, total=total or None)
+
+    def finish(self) -> None:
+        for task in self.tasks.values():
+            info = self.bytes.tasks[task]
+            self.bytes.update(task, total=info.completed or 1, completed=info.completed or 1)
+
+
+def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, Any]]:
+    if kind == "deterministic":
+        return None, {"name": "deterministic"}
+    from selection.agents.llm import LLMAgent, LLMConfig
+
+    if not llm["url"] or not llm["model"]:
+        raise BadInput("--agent llm needs --llm-url URL and --model NAME")
+    config = LLMConfig(
+        url=llm["url"],
+        model=llm["model"],
+        api_key=llm["api_key"],
+        timeout=llm["timeout"],
+        token_budget=llm["token_budget"],
+        batch_size=llm["batch_size"],
+        cache_dir=cache / "llm",
+    )
+    return LLMAgent(config), {
+        "name": "llm",
+        "url": config.url,
+        "model": config.model,
+        "token_budget": config.token_budget,
+        "batch_size": config.batch_size,
+    }
+
+
+@click.command("select")
+@click.option(
+    "--from",
+    "from_",
+    metavar="SPEC",
+    help="Base: a release (2.13, 2.13.0) or, with --pytorch-repo, a ref/SHA.",
+)
+@click.option(
+    "--to", metavar="SPEC", help="Head: a release (2.14) or, with --pytorch-repo, a ref/SHA."
+)
+@click.option(
+    "--pr",
+    type=int,
+    metavar="N",
+    help="Pull request N of --pytorch-repo (refs/pull/N/head, fetched from origin if missing).",
+)
+@click.option(
+    "--base",
+    metavar="REF",
+    help="PR mode: the branch to diff against (default origin/main or main).",
+)
+@click.option(
+    "--diff",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A unified diff applied onto --from (a ref with --pytorch-repo, or a release).",
+)
+@click.option(
+    "--pytorch-repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="A PyTorch git clone (commit-range and PR modes).",
+)
+@click.option(
+    "--pytorch-src",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="A PyTorch source tree with test/ (exact template enumeration).",
+)
+@click.option(
+    "--manifest",
+    "manifests",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Manifest files (default: the shipped ones). Repeatable.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output directory (default ./out/selection-<from>-<to>).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Wheel/mirror/LLM cache (default $SPYRE_CI_CACHE or ~/.cache/spyre-ci).",
+)
+@click.option(
+    "--widen",
+    type=click.Choice(["canary", "full"]),
+    default="canary",
+    show_default=True,
+    help="For changes to shared machinery: a stratified canary set, or every instance.",
+)
+@click.option(
+    "--disable-stage",
+    "disabled",
+    multiple=True,
+    metavar="NAME",
+    help="Turn a stage off by name (detect, map, scope, triage). Repeatable.",
+)
+@click.option(
+    "--agent",
+    type=click.Choice(["deterministic", "llm"]),
+    default="deterministic",
+    show_default=True,
+)
+@click.option(
+    "--llm-url", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."
+)
+@click.option("--model", metavar="NAME", help="Model name for --agent llm.")
+@click.option(
+    "--llm-api-key",
+    envvar="OPENAI_API_KEY",
+    metavar="KEY",
+    help="Bearer token (default $OPENAI_API_KEY).",
+)
+@click.option(
+    "--llm-timeout", type=float, default=60.0, show_default=True, help="Seconds per request."
+)
+@click.option("--llm-token-budget", type=int, default=200_000, show_default=True)
+@click.option(
+    "--llm-batch-size", type=int, default=20, show_default=True, help="Groups per request."
+)
+@click.option("--shards", type=click.IntRange(1, 256), default=4, show_default=True)
+@click.option(
+    "--durations",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="JSON {test id: seconds} to balance shards (else by count).",
+)
+@click.option(
+    "--device-name",
+    default="spyre",
+    show_default=True,
+    help="Backend name in generated test names.",
+)
+@click.option(
+    "--device-class-suffix",
+    default="SPYRE",
+    show_default=True,
+    help="Suffix of instantiated classes (SpyreTestBase: SPYRE; plain PrivateUse1TestBase: PRIVATEUSE1).",
+)
+@click.option("--quiet", is_flag=True, help="No progress output.")
+def select_command(**kw: Any) -> None:
+    """Select the reused upstream tests an upstream change must run, and say why.
+
+    \b
+    spyre-ci select --from 2.13 --to 2.14
+    spyre-ci select --pytorch-repo ~/pytorch --from v2.13.0 --to v2.14.0
+    spyre-ci select --pytorch-repo ~/pytorch --pr 12345
+    spyre-ci select --pytorch-repo ~/pytorch --from main --diff change.patch
+    """
+    console = Console(stderr=True, quiet=kw["quiet"])
+    try:
+        code = _select(kw, console)
+    except SelectionError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        sys.exit(exc.exit_code)
+    sys.exit(code)
+
+
+def _select(kw: dict[str, Any], console: Console) -> int:
+    from selection.outputs.shards import load_durations
+    from selection.outputs.writer import write_outputs
+    from selection.pipeline import SelectOptions, prepare, run_pipeline
+
+    cache = kw["cache_dir"] or default_cache()
+    options = SelectOptions(
+        from_=kw["from_"],
+        to=kw["to"],
+        pr=kw["pr"],
+        base=kw["base"],
+        diff=kw["diff"],
+        pytorch_repo=kw["pytorch_repo"],
+        pytorch_src=kw["pytorch_src"],
+        manifests=list(kw["manifests"]),
+        cache=cache,
+        widen=kw["widen"],
+        disabled=list(kw["disabled"]),
+        device=DeviceProfile(kw["device_name"], kw["device_class_suffix"]),
+    )
+    llm = {
+        "url": kw["llm_url"],
+        "model": kw["model"],
+        "api_key": kw["llm_api_key"],
+        "timeout": kw["llm_timeout"],
+        "token_budget": kw["llm_token_budget"],
+        "batch_size": kw["llm_batch_size"],
+    }
+    agent, agent_info = _agent(kw["agent"], llm, cache)
+    durations = load_durations(kw["durations"])
+    out = kw["out"] or default_out(kw["from_"], kw["to"], kw["pr"], kw["diff"])
+    progress = _Progress(console)
+    with progress.bytes:
+        request, extra = prepare(options, progress.transfer, lambda m: console.log(m))
+        progress.finish()
+        analysis = progress.bytes.add_task(
+            f"analysing {len(request.changed_paths)} changed files",
+            total=len(request.changed_paths),
+        )
+        state = run_pipeline(
+            request,
+            agent,
+            options.disabled,
+            note=lambda m: console.log(m),
+            file_progress=lambda i, n: progress.bytes.update(analysis, completed=i, total=n),
+        )
+    state.notes.extend(extra)
+    paths = write_outputs(state, out, kw["shards"], durations, agent_info)
+    _summary(console, state, paths)
+    return EXIT_SELECTED if state.candidates else EXIT_EMPTY
+
+
+def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
+    reused = state.reused_total
+    selected = len(state.candidates)
+    ratio = f" ({100 * selected / reused:.1f} % of {reused} reused)" if reused else ""
+    console.print(
+        f"[bold]selected {selected} tests[/]{ratio}: {state.request.base.label} -> {state.request.head.label}"
+    )
+    for spot in state.blind_spots:
+        console.print(f"[yellow]blind spot:[/] {spot}")
+    out = Console()  # stdout: where the outputs are, for people and scripts
+    for name in ("report.html", "report.md", "selection.json"):
+        out.print(f"{name}: {paths[name].resolve()}", highlight=False, soft_wrap=True)
+    out.print(
+        f"shards: {paths['selection.json'].parent.resolve() / 'shards'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def register(group: click.Group) -> None:
+    group.add_command(select_command)

@@ -1,0 +1,196 @@
+"""Stage 1 logic: a ChangeSet from two revisions of the upstream sources. Pure over trees."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from selection.devices import names_other_device
+from selection.model import (
+    ChangeKind,
+    ChangeSet,
+    EntryChange,
+    FieldChange,
+    FileChange,
+    Revision,
+    SymbolChange,
+)
+from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
+from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration, parse_database
+from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
+from selection.upstream import (
+    ParsedTrees,
+    analysed_by_symbol,
+    is_database_file,
+    is_native_yaml,
+    is_test_file,
+)
+
+
+def diff_symbols(path: str, old: dict[str, Symbol], new: dict[str, Symbol]) -> list[SymbolChange]:
+    changes: list[SymbolChange] = []
+    for name in sorted(set(old) | set(new)):
+        device_named = any(names_other_device(part) for part in name.split("."))
+        if name not in old:
+            changes.append(SymbolChange(path, name, ChangeKind.added, device_named))
+        elif name not in new:
+            changes.append(SymbolChange(path, name, ChangeKind.removed, device_named))
+        elif not same_code(old[name], new[name]):
+            same_for_us = same_code_for_us(old[name], new[name])
+            changes.append(
+                SymbolChange(path, name, ChangeKind.modified, device_named or same_for_us)
+            )
+    return changes
+
+
+def _decoration_changes(
+    field: str, old: list[Decoration], new: list[Decoration]
+) -> list[FieldChange]:
+    before = Counter(d.fingerprint for d in old)
+    after = Counter(d.fingerprint for d in new)
+    out: list[FieldChange] = []
+    for sign, items, other in (("-", old, after), ("+", new, before)):
+        remaining = Counter(other)
+        for deco in items:
+            if remaining[deco.fingerprint] > 0:
+                remaining[deco.fingerprint] -= 1
+                continue
+            out.append(
+                FieldChange(
+                    field,
+                    f"{sign} {deco.text}",
+                    deco.other_device,
+                    deco.test_class,
+                    deco.test_name,
+                    deco.dtypes,
+                )
+            )
+    return out
+
+
+def _comparable(old: DbEntry, new: DbEntry, field: str) -> bool:
+    """Both sides' decorations are known (a missing field is an empty tuple)."""
+    return (field in old.decorations or field not in old.fields) and (
+        field in new.decorations or field not in new.fields
+    )
+
+
+def diff_entry_fields(old: DbEntry, new: DbEntry) -> list[FieldChange]:
+    changes: list[FieldChange] = []
+    for field in sorted(set(old.fields) | set(new.fields)):
+        if old.fields.get(field) == new.fields.get(field):
+            continue
+        if field in DECORATION_FIELDS and _comparable(old, new, field):
+            before, after = old.decorations.get(field, []), new.decorations.get(field, [])
+            changes.extend(_decoration_changes(field, before, after))
+            continue
+        other = names_other_device(field)
+        if field == "dtypesIf":
+            other = False
+        detail = (
+            "added"
+            if field not in old.fields
+            else "removed"
+            if field not in new.fields
+            else "changed"
+        )
+        changes.append(FieldChange(field, f"{field} {detail}", other))
+    return changes
+
+
+def diff_databases(
+    path: str, old: dict[tuple[str, str, str], DbEntry], new: dict[tuple[str, str, str], DbEntry]
+) -> list[EntryChange]:
+    changes: list[EntryChange] = []
+    for key in sorted(set(old) | set(new)):
+        database, name, variant = key
+        if key not in old:
+            changes.append(EntryChange(database, name, variant, ChangeKind.added, path))
+        elif key not in new:
+            changes.append(EntryChange(database, name, variant, ChangeKind.removed, path))
+        else:
+            fields = diff_entry_fields(old[key], new[key])
+            if fields:
+                changes.append(
+                    EntryChange(database, name, variant, ChangeKind.modified, path, tuple(fields))
+                )
+    return changes
+
+
+class Detector:
+    """Builds the ChangeSet; parsed modules are kept in the ParsedTrees for the next stages."""
+
+    def __init__(self, base: ParsedTrees, head: ParsedTrees) -> None:
+        self.base, self.head = base, head
+        self.symbols_cache: dict[tuple[str, str], dict[str, Symbol]] = {}
+
+    def symbols(self, side: str, path: str) -> dict[str, Symbol] | None:
+        key = (side, path)
+        if key not in self.symbols_cache:
+            trees = self.base if side == "base" else self.head
+            tree = trees.module(path)
+            if tree is None:
+                return None
+            self.symbols_cache[key] = module_symbols(tree, trees.tree.read(path) or "")
+        return self.symbols_cache[key]
+
+    def detect(
+        self,
+        base: Revision,
+        head: Revision,
+        paths: list[tuple[str, ChangeKind]],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ChangeSet:
+        changes = ChangeSet(base, head)
+        for index, (path, kind) in enumerate(paths, start=1):
+            if progress is not None:
+                progress(index, len(paths))
+            change = self._file(changes, path, kind)
+            changes.files.append(change)
+            if change.parse_error:
+                changes.unparseable.append(change)
+        return changes
+
+    def _file(self, changes: ChangeSet, path: str, kind: ChangeKind) -> FileChange:
+        if is_native_yaml(path):
+            return self._native(changes, path, kind)
+        if not analysed_by_symbol(path):
+            return FileChange(path, kind)
+        old = self.symbols("base", path) if kind != ChangeKind.added else {}
+        new = self.symbols("head", path) if kind != ChangeKind.removed else {}
+        error = self.base.errors.get(path) or self.head.errors.get(path)
+        if old is None or new is None:
+            return FileChange(path, kind, error or "could not be read")
+        symbol_changes = diff_symbols(path, old, new)
+        if is_database_file(path):
+            symbol_changes = self._database(changes, path, symbol_changes)
+        if is_test_file(path):
+            changes.templates.extend(
+                s
+                for s in symbol_changes
+                if s.qualname.rsplit(".", 1)[-1].startswith("test") and "." in s.qualname
+            )
+        changes.symbols.extend(symbol_changes)
+        return FileChange(path, kind)
+
+    def _database(
+        self, changes: ChangeSet, path: str, symbols: list[SymbolChange]
+    ) -> list[SymbolChange]:
+        """Entries of `*_db` lists are compared entry by entry instead of as one symbol."""
+        old_tree, new_tree = self.base.module(path), self.head.module(path)
+        old = parse_database(old_tree, path).entries if old_tree is not None else {}
+        new = parse_database(new_tree, path).entries if new_tree is not None else {}
+        changes.entries.extend(diff_databases(path, old, new))
+        return [s for s in symbols if not s.qualname.endswith("_db")]
+
+    def _native(self, changes: ChangeSet, path: str, kind: ChangeKind) -> FileChange:
+        source = "derivatives" if path.endswith("derivatives.yaml") else "native_functions"
+        try:
+            old_text = self.base.tree.read(path) if kind != ChangeKind.added else None
+            new_text = self.head.tree.read(path) if kind != ChangeKind.removed else None
+            old = parse_entries(old_text, path) if old_text else {}
+            new = parse_entries(new_text, path) if new_text else {}
+        except NativeYamlError as exc:
+            return FileChange(path, kind, str(exc))
+        changes.native.extend(diff_entries(source, old, new))
+        return FileChange(path, kind)

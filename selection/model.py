@@ -1,0 +1,150 @@
+"""The data every stage reads and writes: revisions, the ChangeSet, test instances, causes.
+
+Plain dataclasses, no I/O. A `Cause` chain answers "why is this test selected": the change
+(detect), how it reaches the instance (map), what the manifests say (scope) and what the
+agent decided (triage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ChangeKind(StrEnum):
+    added = "added"
+    removed = "removed"
+    modified = "modified"
+
+
+@dataclass(frozen=True)
+class Revision:
+    label: str  # what the user asked for: "2.13", "v2.14.0", "pr/123", a SHA
+    sha: str  # the commit analysed (in the mirror or the clone)
+    version: str = ""  # exact release ("2.13.0+cpu") when known
+    upstream_sha: str = ""  # the PyTorch commit the release was built from, when known
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    kind: ChangeKind
+    parse_error: str = ""  # set when the new (or old) side could not be parsed
+
+
+@dataclass(frozen=True)
+class SymbolChange:
+    path: str
+    qualname: str
+    kind: ChangeKind
+    other_device_only: bool = False  # only code guarded for / named after another device changed
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One changed field of a database entry; decorations are compared element by element."""
+
+    field: str
+    detail: str
+    other_device_only: bool = False
+    test_class: str | None = None  # a DecorateInfo aimed at one test class / template
+    test_name: str | None = None
+    dtypes: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    database: str  # opinfo | moduleinfo | foreach
+    name: str
+    variant: str
+    kind: ChangeKind
+    path: str
+    fields: tuple[FieldChange, ...] = ()
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}.{self.variant}" if self.variant else self.name
+
+    @property
+    def other_device_only(self) -> bool:
+        return bool(self.fields) and all(f.other_device_only for f in self.fields)
+
+
+@dataclass(frozen=True)
+class NativeChange:
+    """An entry of native_functions.yaml (by overload name) or derivatives.yaml."""
+
+    source: str  # native_functions | derivatives
+    op: str  # overload name, e.g. "add.Tensor"
+    kind: ChangeKind
+    fields: tuple[str, ...] = ()
+    other_device_only: bool = False
+
+    @property
+    def base_name(self) -> str:
+        return self.op.split(".", 1)[0]
+
+
+@dataclass
+class ChangeSet:
+    base: Revision
+    head: Revision
+    files: list[FileChange] = field(default_factory=list)
+    symbols: list[SymbolChange] = field(default_factory=list)
+    entries: list[EntryChange] = field(default_factory=list)
+    native: list[NativeChange] = field(default_factory=list)
+    templates: list[SymbolChange] = field(default_factory=list)  # test_* methods in test/
+    unparseable: list[FileChange] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TestInstance:
+    """One generated test, as pytest would collect it."""
+
+    file: str  # repository path, e.g. test/test_ops.py
+    test_class: str  # generic (template) class, e.g. TestCommon
+    device_class: str  # instantiated class, e.g. TestCommonPRIVATEUSE1
+    template: str  # source method name, e.g. test_out
+    name: str  # generated method name, e.g. test_out_add_spyre_float32
+    op: str | None = None  # OpInfo full name ("add", "linalg.norm.subgradients_at_zero")
+    dtype: str | None = None
+
+    @property
+    def node_id(self) -> str:
+        return f"{self.file}::{self.device_class}::{self.name}"
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One link of a cause chain."""
+
+    stage: str  # detect | map | scope | triage
+    kind: str  # e.g. entry-field, helper, template, canary, native, widen, manifest, agent
+    summary: str  # one line a person can read
+
+
+@dataclass
+class Candidate:
+    instance: TestInstance
+    causes: list[Cause] = field(default_factory=list)
+    mode: str = "mandatory_success"  # from the manifests
+    rank: float = 0.0  # higher runs first
+    group: str = ""  # the triage group (shared root cause)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A candidate that did not make it, always with its reason."""
+
+    node_id: str
+    stage: str
+    reason: str
+
+
+@dataclass
+class StageReport:
+    name: str
+    counts: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    enabled: bool = True
+    seconds: float = 0.0

@@ -1,0 +1,93 @@
+"""native_functions.yaml and derivatives.yaml entries, compared entry by entry. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from selection.devices import dispatch_key_other_device
+from selection.model import ChangeKind, NativeChange
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML without libyaml
+    _Loader = yaml.SafeLoader
+
+
+class NativeYamlError(ValueError):
+    """The file is not a list of entries as upstream writes it."""
+
+
+def _op_name(signature: str) -> str:
+    return signature.split("(", 1)[0].strip()
+
+
+def parse_entries(text: str, path: str) -> dict[str, dict[str, Any]]:
+    """Entries keyed by overload name (`add.Tensor`) from `func:` (or `name:` in derivatives)."""
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise NativeYamlError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, list):
+        raise NativeYamlError(f"{path}: expected a list of entries, got {type(data).__name__}")
+    entries: dict[str, dict[str, Any]] = {}
+    for index, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise NativeYamlError(f"{path}: entry {index} is not a mapping")
+        signature = item.get("func") or item.get("name")
+        if not isinstance(signature, str):
+            continue  # e.g. derivatives' `- name: ...` always has one; tolerate comments-only items
+        entries[_op_name(signature)] = item
+    return entries
+
+
+def _per_key(dispatch: object) -> dict[str, object]:
+    """`{"CPU, CUDA": fn}` -> `{"CPU": fn, "CUDA": fn}`: compare kernels key by key."""
+    if not isinstance(dispatch, dict):
+        return {}
+    out: dict[str, object] = {}
+    for keys, kernel in dispatch.items():
+        for key in str(keys).split(","):
+            out[key.strip()] = kernel
+    return out
+
+
+def _changed_fields(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], bool]:
+    fields: list[str] = []
+    other_only = True
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if (
+            key == "dispatch"
+            and isinstance(old.get(key, {}), dict)
+            and isinstance(new.get(key, {}), dict)
+        ):
+            before, after = _per_key(old.get(key)), _per_key(new.get(key))
+            for dispatch in sorted(set(before) | set(after)):
+                if before.get(dispatch) != after.get(dispatch):
+                    fields.append(f"dispatch.{dispatch}")
+                    other_only &= dispatch_key_other_device(dispatch)
+        else:
+            fields.append(key)
+            other_only = False
+    return fields, other_only and bool(fields)
+
+
+def diff_entries(
+    source: str, old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]
+) -> list[NativeChange]:
+    changes: list[NativeChange] = []
+    for op in sorted(set(old) | set(new)):
+        if op not in old:
+            changes.append(NativeChange(source, op, ChangeKind.added))
+        elif op not in new:
+            changes.append(NativeChange(source, op, ChangeKind.removed))
+        elif old[op] != new[op]:  # may still be equal key by key (a dispatch key merged)
+            fields, other_only = _changed_fields(old[op], new[op])
+            if fields:
+                changes.append(
+                    NativeChange(source, op, ChangeKind.modified, tuple(fields), other_only)
+                )
+    return changes

@@ -1,0 +1,1 @@
+"""What `spyre-ci select` writes: selection.json, pytest lists, shards, overlay, reports."""

@@ -1,0 +1,72 @@
+"""report.md and a self-contained report.html (inline CSS, no scripts, no external assets)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
+    selected = doc["selected"]
+    funnel = []
+    for stage in doc["stages"]:
+        counts = stage["counts"]
+        value = {
+            "detect": counts.get("files"),
+            "map": counts.get("affected_instances", counts.get("candidates")),
+            "scope": counts.get("kept"),
+            "triage": counts.get("selected", counts.get("run")),
+        }.get(stage["name"])
+        funnel.append(
+            {
+                "name": stage["name"],
+                "value": value,
+                "counts": counts,
+                "enabled": stage["enabled"],
+                "seconds": stage["seconds"],
+            }
+        )
+    widest = max(
+        [f["value"] or 0 for f in funnel[1:]] + [doc["summary"]["reused_instances"] or 0, 1]
+    )
+    by_kind = Counter(g["kind"] for g in doc["groups"] for _ in range(g["size"]))
+    templates = Counter(f"{s['class']}.{s['template']}" for s in selected)
+    dtypes = Counter(s["dtype"] or "none" for s in selected)
+    dropped_reasons = Counter(d["reason"] for d in doc["dropped"])
+    return {
+        "doc": doc,
+        "funnel": funnel,
+        "widest": widest,
+        "groups": doc["groups"][:top],
+        "more_groups": max(0, len(doc["groups"]) - top),
+        "by_kind": by_kind.most_common(),
+        "templates": templates.most_common(top),
+        "dtypes": dtypes.most_common(),
+        "dropped_reasons": dropped_reasons.most_common(10),
+        "first": selected[:top],
+        "ratio_pct": None
+        if doc["summary"]["ratio"] is None
+        else round(100 * doc["summary"]["ratio"], 1),
+    }
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    return _environment().get_template("report.md.j2").render(**report_context(doc))
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    return _environment().get_template("report.html.j2").render(**report_context(doc))

@@ -1,0 +1,65 @@
+"""Balance the selected tests over N shards by recorded durations (falling back to counts).
+
+Pure. Longest-processing-time-first: tests sorted by duration (unknown durations count as
+the median of the known ones, or 1 s when none is known), each placed on the currently
+lightest shard. Within a shard the triage ranking is kept (likely failures first).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import statistics
+from pathlib import Path
+
+from selection.errors import BadInput
+
+
+def load_durations(path: Path | None) -> dict[str, float]:
+    """A JSON object {node id: seconds}, e.g. built from a previous run's JUnit report."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BadInput(f"--durations {path}: {exc}") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, (int, float)) for v in data.values()):
+        raise BadInput(f"--durations {path}: expected a JSON object mapping test ids to seconds")
+    return {str(k): float(v) for k, v in data.items()}
+
+
+def assign_shards(
+    ids: list[str], shards: int, durations: dict[str, float]
+) -> tuple[dict[str, int], list[float], str]:
+    """({id: shard 1..N}, estimated seconds per shard, "durations" | "counts")."""
+    shards = max(1, shards)
+    known = [durations[i] for i in ids if i in durations]
+    basis = "durations" if known else "counts"
+    default = statistics.median(known) if known else 1.0
+    cost = {i: durations.get(i, default) for i in ids}
+    heap = [(0.0, n) for n in range(1, shards + 1)]
+    heapq.heapify(heap)
+    assignment: dict[str, int] = {}
+    loads = [0.0] * shards
+    for test_id in sorted(ids, key=lambda i: (-cost[i], i)):
+        load, shard = heapq.heappop(heap)
+        assignment[test_id] = shard
+        loads[shard - 1] = load + cost[test_id]
+        heapq.heappush(heap, (loads[shard - 1], shard))
+    return assignment, [round(x, 1) for x in loads], basis
+
+
+def actions_matrix(loads: list[float], counts: list[int], basis: str) -> dict[str, object]:
+    """`strategy.matrix` for GitHub Actions: `matrix: ${{ fromJSON(needs.select.outputs.matrix) }}`."""
+    return {
+        "include": [
+            {
+                "shard": n + 1,
+                "tests": counts[n],
+                "estimated_seconds": loads[n],
+                "balanced_by": basis,
+            }
+            for n in range(len(loads))
+            if counts[n] > 0
+        ]
+    }

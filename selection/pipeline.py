@@ -1,0 +1,151 @@
+"""Turn what the user asked for into a SelectionRequest, and run the stages over it.
+
+Modes: a release upgrade (`--from 2.13 --to 2.14`: wheels mirrored into the cache), a commit
+range or a pull request in a PyTorch clone, or a diff file applied onto a base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from selection.agents import TriageAgent
+from selection.backend import BackendScope
+from selection.enumerate import DeviceProfile
+from selection.errors import BadInput
+from selection.model import Revision
+from selection.sources import repo as repo_source
+from selection.sources.mirror import Mirror
+from selection.sources.tree import DirTree, GitTree, OverlayTree, SourceTree, changed_paths
+from selection.sources.versions import available_versions, choose_release, looks_like_version
+from selection.sources.wheels import Progress
+from selection.stages import TriageStage, default_registry
+from selection.state import PipelineState, SelectionRequest
+from selection.upstream import ParsedTrees
+
+
+@dataclass
+class SelectOptions:
+    from_: str | None = None
+    to: str | None = None
+    pr: int | None = None
+    base: str | None = None
+    diff: Path | None = None
+    pytorch_repo: Path | None = None
+    pytorch_src: Path | None = None
+    manifests: list[Path] = field(default_factory=list)
+    cache: Path = Path.home() / ".cache" / "spyre-ci"
+    widen: str = "canary"
+    disabled: list[str] = field(default_factory=list)
+    device: DeviceProfile = field(default_factory=lambda: DeviceProfile("spyre", "SPYRE"))
+    available_versions: Callable[[], list[str]] = available_versions
+
+
+def _mode(options: SelectOptions) -> str:
+    if options.diff is not None:
+        return "diff"
+    if options.pr is not None:
+        if options.pytorch_repo is None:
+            raise BadInput("--pr needs --pytorch-repo PATH (a PyTorch clone)")
+        return "pr"
+    if not options.from_ or not options.to:
+        raise BadInput("give --from and --to (versions or refs), --pr N, or --diff FILE")
+    if options.pytorch_repo is not None:
+        return "range"
+    for spec in (options.from_, options.to):
+        if not looks_like_version(spec):
+            raise BadInput(
+                f"{spec!r} is not a release version; a commit or branch needs --pytorch-repo PATH"
+            )
+    return "release"
+
+
+def _releases(
+    options: SelectOptions, specs: list[str], progress: Progress | None, note: Callable[[str], None]
+) -> tuple[git.Repo, list[Revision]]:
+    available = options.available_versions()
+    mirror = Mirror(options.cache)
+    revisions = []
+    for spec in specs:
+        version = choose_release(spec, available)
+        note(f"torch {spec} -> {version}" + ("" if version == spec else " (newest patch release)"))
+        revision = mirror.ensure(version, progress)
+        revisions.append(Revision(spec, revision.sha, revision.version, revision.upstream_sha))
+    return mirror.repo, revisions
+
+
+def _trees(
+    repo: git.Repo, base: Revision, head: Revision, src: Path | None
+) -> tuple[ParsedTrees, ParsedTrees]:
+    head_tree: SourceTree = GitTree(repo, head.sha)
+    if src is not None:
+        if not (src / "test").is_dir():
+            raise BadInput(f"--pytorch-src {src}: no test/ directory there")
+        head_tree = OverlayTree(head_tree, DirTree(src))
+    return ParsedTrees(GitTree(repo, base.sha)), ParsedTrees(head_tree)
+
+
+def prepare(
+    options: SelectOptions,
+    progress: Progress | None = None,
+    note: Callable[[str], None] = lambda _m: None,
+) -> tuple[SelectionRequest, list[str]]:
+    """The request, plus notes on what was left out (e.g. diff paths missing from the base)."""
+    mode = _mode(options)
+    extra: list[str] = []
+    if mode == "release":
+        repo, (base, head) = _releases(
+            options, [options.from_ or "", options.to or ""], progress, note
+        )
+    elif mode == "range":
+        repo = repo_source.open_repo(options.pytorch_repo)  # type: ignore[arg-type]
+        base = repo_source.resolve_ref(repo, options.from_ or "")
+        head = repo_source.resolve_ref(repo, options.to or "")
+    elif mode == "pr":
+        repo = repo_source.open_repo(options.pytorch_repo)  # type: ignore[arg-type]
+        base, head = repo_source.pull_request(repo, options.pr or 0, options.base)
+    else:
+        if options.pytorch_repo is not None:
+            repo = repo_source.open_repo(options.pytorch_repo)
+            base = repo_source.resolve_ref(repo, options.from_ or "HEAD")
+        elif options.from_ and looks_like_version(options.from_):
+            repo, (base,) = _releases(options, [options.from_], progress, note)
+        else:
+            raise BadInput(
+                "--diff needs a base: --pytorch-repo PATH [--from REF] or --from VERSION"
+            )
+        head, excluded = repo_source.apply_diff(repo, base, options.diff)  # type: ignore[arg-type]
+        extra += [
+            f"{p}: not in the base tree ({base.label}); its hunks were not analysed"
+            for p in excluded
+        ]
+    try:
+        backend = BackendScope.load(options.manifests or None)
+    except Exception as exc:  # ManifestError and friends carry file:line messages
+        raise BadInput(f"manifests: {exc}") from exc
+    base_trees, head_trees = _trees(repo, base, head, options.pytorch_src)
+    paths = changed_paths(repo, base.sha, head.sha)
+    request = SelectionRequest(
+        base, head, base_trees, head_trees, paths, backend, options.device, options.widen, mode
+    )
+    return request, extra
+
+
+def run_pipeline(
+    request: SelectionRequest,
+    agent: TriageAgent | None = None,
+    disabled: list[str] | None = None,
+    note: Callable[[str], None] | None = None,
+    file_progress: Callable[[int, int], None] | None = None,
+) -> PipelineState:
+    registry = default_registry(TriageStage(agent))
+    registry.load_entry_points()
+    registry.disable(disabled or [])
+    state = PipelineState(request, progress=note)
+    if file_progress is not None:
+        state.context["file_progress"] = file_progress
+    registry.run(state)
+    return state

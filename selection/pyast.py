@@ -1,0 +1,206 @@
+"""Python sources as comparable symbols: normalized ASTs and the names each symbol uses.
+
+Pure. Formatting, comments and docstrings do not make a symbol "changed"; a second,
+device-agnostic comparison also ignores code that only runs on another device (see
+`devices`), so that a change confined to a CUDA branch or an MPS decorator is told apart.
+For speed, symbols are first compared by their source text; the normalized ASTs are only
+built for the few symbols whose text differs.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+from dataclasses import dataclass, field
+
+from selection.devices import guards_other_device, names_other_device
+
+MODULE_SYMBOL = "<module>"
+
+
+def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return body[1:] or [ast.Pass()]
+    return body
+
+
+def decorator_other_device(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    while isinstance(target, ast.Attribute):
+        if names_other_device(target.attr):
+            return True
+        target = target.value
+    return isinstance(target, ast.Name) and names_other_device(target.id)
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _feed(node: object, out: list[str], agnostic: bool) -> None:
+    """Serialize an AST like ast.dump (no positions), leaving out docstrings and, when
+    `agnostic`, other-device decorators and the bodies of other-device `if` branches.
+    Does not copy or mutate the tree."""
+    if isinstance(node, list):
+        out.append("[")
+        for item in node:
+            _feed(item, out, agnostic)
+            out.append(",")
+        out.append("]")
+        return
+    if not isinstance(node, ast.AST):
+        out.append(repr(node))
+        return
+    out.append(type(node).__name__)
+    out.append("(")
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if name == "body" and isinstance(node, _DEFINITIONS):
+            value = _strip_docstring(list(value or []))
+        elif agnostic and name == "decorator_list":
+            value = [d for d in value or [] if not decorator_other_device(d)]
+        elif (
+            agnostic
+            and name == "body"
+            and isinstance(node, ast.If)
+            and guards_other_device(node.test)
+        ):
+            value = []
+        out.append(name)
+        out.append("=")
+        _feed(value, out, agnostic)
+        out.append(",")
+    out.append(")")
+
+
+def normalized_fingerprint(nodes: list[ast.AST], agnostic: bool) -> str:
+    digest = hashlib.sha1()
+    for node in nodes:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a bare string statement (module docstring) is documentation
+        out: list[str] = []
+        _feed(node, out, agnostic)
+        digest.update("".join(out).encode())
+    return digest.hexdigest()
+
+
+def referenced_names(node: ast.AST) -> frozenset[str]:
+    names: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            names.add(sub.attr)
+    return frozenset(names)
+
+
+@dataclass(eq=False)
+class Symbol:
+    qualname: str  # "func", "Class", "Class.method", "CONSTANT" or "<module>"
+    kind: str  # function | class | method | assign | module
+    text_hash: str  # hash of the exact source text: equal text means unchanged
+    nodes: list[ast.AST]
+    lineno: int
+    _cache: dict[str, object] = field(default_factory=dict, repr=False)
+
+    def fingerprint(self, agnostic: bool = False) -> str:
+        key = "agnostic" if agnostic else "full"
+        if key not in self._cache:
+            self._cache[key] = normalized_fingerprint(self.nodes, agnostic)
+        return str(self._cache[key])
+
+    @property
+    def refs(self) -> frozenset[str]:
+        if "refs" not in self._cache:
+            found: set[str] = set()
+            for node in self.nodes:
+                found |= referenced_names(node)
+            self._cache["refs"] = frozenset(found)
+        return self._cache["refs"]  # type: ignore[return-value]
+
+
+def same_code(old: Symbol, new: Symbol) -> bool:
+    return old.text_hash == new.text_hash or old.fingerprint() == new.fingerprint()
+
+
+def same_code_for_us(old: Symbol, new: Symbol) -> bool:
+    return old.fingerprint(agnostic=True) == new.fingerprint(agnostic=True)
+
+
+class _Source:
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def segment(self, node: ast.AST) -> str:
+        start = getattr(node, "lineno", 1) - 1
+        end = getattr(node, "end_lineno", start + 1) or start + 1
+        decorators = getattr(node, "decorator_list", None)
+        if decorators:
+            start = min(start, decorators[0].lineno - 1)
+        return "\n".join(self.lines[start:end])
+
+
+def _hash_text(*parts: str) -> str:
+    return hashlib.sha1("\n\0".join(parts).encode()).hexdigest()
+
+
+def _assign_targets(stmt: ast.stmt) -> list[str]:
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def _class_symbols(node: ast.ClassDef, source: _Source) -> list[Symbol]:
+    methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    others = [s for s in node.body if s not in methods]
+    header = copy.copy(node)
+    header.body = others or [ast.Pass()]
+    head_text = source.lines[node.lineno - 1] if node.lineno - 1 < len(source.lines) else ""
+    header_hash = _hash_text(head_text, *(source.segment(s) for s in others))
+    symbols = [Symbol(node.name, "class", header_hash, [header], node.lineno)]
+    for method in methods:
+        text = source.segment(method)
+        symbols.append(
+            Symbol(
+                f"{node.name}.{method.name}", "method", _hash_text(text), [method], method.lineno
+            )
+        )
+    return symbols
+
+
+def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
+    """Every top-level function, class, method and assigned name of a parsed module.
+
+    Statements that define nothing (imports, `if` blocks, calls) form `<module>`; a name
+    assigned several times (`op_db += ...`) is one symbol over all its statements.
+    """
+    source = _Source(text)
+    symbols: dict[str, Symbol] = {}
+    grouped: dict[str, list[ast.stmt]] = {}
+    rest: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            text_hash = _hash_text(source.segment(stmt))
+            symbols[stmt.name] = Symbol(stmt.name, "function", text_hash, [stmt], stmt.lineno)
+        elif isinstance(stmt, ast.ClassDef):
+            for sym in _class_symbols(stmt, source):
+                symbols[sym.qualname] = sym
+        elif names := _assign_targets(stmt):
+            for name in names:
+                grouped.setdefault(name, []).append(stmt)
+        else:
+            rest.append(stmt)
+    for name, stmts in grouped.items():
+        text_hash = _hash_text(*(source.segment(s) for s in stmts))
+        symbols[name] = Symbol(name, "assign", text_hash, list(stmts), stmts[0].lineno)
+    text_hash = _hash_text(*(source.segment(s) for s in rest))
+    symbols[MODULE_SYMBOL] = Symbol(MODULE_SYMBOL, "module", text_hash, list(rest), 1)
+    return symbols

@@ -1,0 +1,154 @@
+"""Revisions from a PyTorch git clone: a commit range, a pull request, or a diff file.
+
+Thin GitPython shell. A diff file is applied onto its base commit through a private index
+(`git apply --cached`), giving a head commit object in the same repository, so every mode
+ends as a (base commit, head commit) pair.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import git
+
+from selection.errors import BadInput, FetchError
+from selection.model import Revision
+
+PR_REFS = (
+    "refs/pull/{n}/head",
+    "refs/remotes/origin/pr/{n}",
+    "refs/remotes/origin/pull/{n}/head",
+    "refs/heads/pr/{n}",
+)
+DEFAULT_BASES = ("origin/main", "main", "origin/master", "master")
+
+
+def open_repo(path: Path) -> git.Repo:
+    try:
+        return git.Repo(path)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise BadInput(f"--pytorch-repo {path}: not a git repository") from exc
+
+
+def resolve_ref(repo: git.Repo, ref: str) -> Revision:
+    try:
+        commit = repo.commit(ref)
+    except (git.BadName, ValueError, git.GitCommandError) as exc:
+        raise BadInput(f"ref {ref!r} does not exist in {repo.working_dir or repo.git_dir}") from exc
+    return Revision(ref, commit.hexsha, _version_of(commit))
+
+
+def _version_of(commit: git.Commit) -> str:
+    for path in ("version.txt", "torch/version.py"):
+        try:
+            text = (commit.tree / path).data_stream.read().decode().strip()
+        except KeyError:
+            continue
+        return text.splitlines()[0] if path == "version.txt" else ""
+    return ""
+
+
+def pull_request(repo: git.Repo, number: int, base: str | None) -> tuple[Revision, Revision]:
+    """(merge-base, PR head) from local PR refs, fetching `pull/N/head` from origin if needed."""
+    head_sha = None
+    for pattern in PR_REFS:
+        try:
+            head_sha = repo.commit(pattern.format(n=number)).hexsha
+            break
+        except (git.BadName, ValueError, git.GitCommandError):
+            continue
+    if head_sha is None:
+        head_sha = _fetch_pr(repo, number)
+    base_ref = base or next((b for b in DEFAULT_BASES if _exists(repo, b)), None)
+    if base_ref is None:
+        raise BadInput("cannot find a base branch (tried origin/main, main); pass --base REF")
+    base_rev = resolve_ref(repo, base_ref)
+    merge_base = repo.merge_base(base_rev.sha, head_sha)
+    if not merge_base:
+        raise BadInput(f"PR #{number} has no common history with {base_ref}")
+    return Revision(f"merge-base({base_ref}, pr/{number})", merge_base[0].hexsha), Revision(
+        f"pr/{number}", head_sha
+    )
+
+
+def _exists(repo: git.Repo, ref: str) -> bool:
+    try:
+        repo.commit(ref)
+        return True
+    except (git.BadName, ValueError, git.GitCommandError):
+        return False
+
+
+def _fetch_pr(repo: git.Repo, number: int) -> str:
+    if "origin" not in [r.name for r in repo.remotes]:
+        raise BadInput(
+            f"PR #{number}: no local ref (refs/pull/{number}/head) and no 'origin' remote to fetch it from"
+        )
+    try:
+        repo.git.fetch(
+            "origin", f"pull/{number}/head:refs/pull/{number}/head", kill_after_timeout=120
+        )
+    except git.GitCommandError as exc:
+        raise FetchError(
+            f"could not fetch PR #{number} from origin: {exc.stderr.strip()[:300]}"
+        ) from exc
+    return repo.commit(f"refs/pull/{number}/head").hexsha
+
+
+def apply_diff(repo: git.Repo, base: Revision, diff_file: Path) -> tuple[Revision, list[str]]:
+    """Commit object of `base` + the diff; returns it and the paths left out (not in base)."""
+    try:
+        patch = diff_file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"--diff {diff_file}: cannot read: {exc.strerror}") from exc
+    if "--- " not in patch and "diff --git" not in patch:
+        raise BadInput(f"--diff {diff_file}: not a unified diff")
+    base_tree = repo.commit(base.sha).tree
+    excluded = [
+        p for p in _patched_paths(patch) if not _in_tree(base_tree, p) and not _is_new(patch, p)
+    ]
+    fd, index = tempfile.mkstemp(prefix="spyre-ci-index-")
+    os.close(fd)
+    env = {**os.environ, "GIT_INDEX_FILE": index}
+    try:
+        repo.git.read_tree(base.sha, env=env)
+        args = ["--cached", *(f"--exclude={p}" for p in excluded), str(diff_file.resolve())]
+        repo.git.apply(*args, env=env)
+        tree = repo.git.write_tree(env=env)
+        sha = repo.git.commit_tree(
+            tree, "-p", base.sha, "-m", f"spyre-ci: {diff_file.name} on {base.label}", env=env
+        )
+    except git.GitCommandError as exc:
+        raise BadInput(
+            f"--diff {diff_file} does not apply to {base.label}: {exc.stderr.strip()[:300]}"
+        ) from exc
+    finally:
+        Path(index).unlink(missing_ok=True)
+    return Revision(
+        f"{base.label}+{diff_file.name}", sha, base.version, base.upstream_sha
+    ), excluded
+
+
+def _patched_paths(patch: str) -> list[str]:
+    paths: list[str] = []
+    for line in patch.splitlines():
+        if line.startswith("+++ ") or line.startswith("--- "):
+            path = line[4:].split("\t", 1)[0].strip()
+            if path != "/dev/null":
+                paths.append(path[2:] if path[:2] in ("a/", "b/") else path)
+    return list(dict.fromkeys(paths))
+
+
+def _is_new(patch: str, path: str) -> bool:
+    marker = f"--- /dev/null\n+++ b/{path}"
+    return marker in patch or f"--- /dev/null\n+++ {path}" in patch
+
+
+def _in_tree(tree: git.Tree, path: str) -> bool:
+    try:
+        tree / path
+        return True
+    except KeyError:
+        return False

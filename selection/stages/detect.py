@@ -1,0 +1,39 @@
+"""Stage 1: detect (see selection.detect for the rules)."""
+
+from __future__ import annotations
+
+from selection.detect import Detector
+from selection.model import StageReport
+from selection.state import PipelineState
+
+
+class DetectStage:
+    name = "detect"
+
+    def run(self, state: PipelineState) -> StageReport:
+        request = state.request
+        detector = Detector(request.base_trees, request.head_trees)
+        state.context["detector"] = detector
+        report = state.context.get("file_progress")
+        changes = detector.detect(
+            request.base,
+            request.head,
+            request.changed_paths,
+            report if callable(report) else None,
+        )
+        state.changes = changes
+        for file in changes.unparseable:
+            state.blind_spots.append(
+                f"{file.path} could not be parsed: {file.parse_error} (dependents widened)"
+            )
+        counts = {
+            "files": len(changes.files),
+            "symbols": len(changes.symbols),
+            "symbols_other_device_only": sum(s.other_device_only for s in changes.symbols),
+            "database_entries": len(changes.entries),
+            "database_entries_other_device_only": sum(e.other_device_only for e in changes.entries),
+            "native_entries": len(changes.native),
+            "templates": len(changes.templates),
+            "unparseable_files": len(changes.unparseable),
+        }
+        return StageReport(self.name, counts)

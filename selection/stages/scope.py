@@ -1,0 +1,125 @@
+"""Stage 3: keep what this backend reuses, per its manifests; resolve the canary set.
+
+Per candidate the manifests decide (files, classes, templates, ops, dtypes, modes): a
+candidate they skip or never generate is dropped with the manifest's reason; xfail stays
+(the change may have fixed it). A template upstream restricts to another device
+(`@onlyCUDA`) drops out too. Canary causes from map are resolved here, over the reused
+instances, so every (class, template, dtype) stratum the backend runs gets one instance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from selection.model import Candidate, Cause, Dropped, StageReport, TestInstance
+from selection.state import PipelineState
+from selection.universe import Universe
+
+MAX_CANARY_CAUSES = 4
+
+
+def _upstream_skips(universe: Universe) -> dict[tuple[str, str, str], str]:
+    return {
+        (t.file, t.test_class, t.method): t.skipped_reason
+        for t in universe.templates
+        if t.skipped_reason
+    }
+
+
+class ScopeStage:
+    name = "scope"
+
+    def run(self, state: PipelineState) -> StageReport:
+        from selection.stages.map import MapStage
+
+        universe = MapStage.universe(state)
+        backend = state.request.backend
+        skipped_upstream = _upstream_skips(universe)
+        reused: list[TestInstance] = []
+        for inst in universe.instances:
+            key = (inst.file, inst.test_class, inst.template)
+            if key not in skipped_upstream and backend.answer(inst).runs:
+                reused.append(inst)
+        state.reused_total = len(reused)
+        state.context["reused"] = reused
+        kept: dict[str, Candidate] = {}
+        dropped_manifest = dropped_upstream = 0
+        for node_id, candidate in state.candidates.items():
+            inst = candidate.instance
+            key = (inst.file, inst.test_class, inst.template)
+            if key in skipped_upstream:
+                state.dropped.append(
+                    Dropped(
+                        node_id,
+                        self.name,
+                        f"upstream {skipped_upstream[key]} skips it on this device",
+                    )
+                )
+                dropped_upstream += 1
+                continue
+            answer = backend.answer(inst)
+            if not answer.runs:
+                state.dropped.append(Dropped(node_id, self.name, f"manifest: {answer.reason}"))
+                dropped_manifest += 1
+                continue
+            candidate.mode = answer.mode
+            candidate.causes.append(
+                Cause("scope", "manifest", f"reused as {answer.mode} ({answer.reason})")
+            )
+            kept[node_id] = candidate
+        added = self._canary(state, reused, kept)
+        state.candidates = kept
+        counts = {
+            "reused_instances": len(reused),
+            "candidates_in": len(kept) - added + dropped_manifest + dropped_upstream,
+            "dropped_by_manifest": dropped_manifest,
+            "dropped_upstream_skip": dropped_upstream,
+            "canary_added": added,
+            "kept": len(kept),
+        }
+        return StageReport(self.name, counts)
+
+    def _canary(
+        self, state: PipelineState, reused: list[TestInstance], kept: dict[str, Candidate]
+    ) -> int:
+        causes = state.mapped.canary_causes if state.mapped else []
+        if not causes or state.request.widen == "full":
+            return 0
+        strata: dict[tuple[str, str, str, str], list[TestInstance]] = {}
+        for inst in reused:
+            strata.setdefault(
+                (inst.file, inst.test_class, inst.template, inst.dtype or ""), []
+            ).append(inst)
+        added = 0
+        backend = state.request.backend
+        summary = (
+            causes[0].summary
+            if len(causes) == 1
+            else f"{len(causes)} changes to shared test machinery or unmapped library code"
+        )
+        root = Cause("detect", "machinery", summary)
+        for stratum, members in sorted(strata.items()):
+            if any(m.node_id in kept for m in members):
+                continue
+            chosen = min(members, key=lambda m: _spread(m, stratum))
+            candidate = Candidate(chosen, [root, *causes[:MAX_CANARY_CAUSES]])
+            candidate.causes.append(
+                Cause(
+                    "map",
+                    "canary",
+                    f"canary for {stratum[1]}.{stratum[2]} [{stratum[3] or 'no dtype'}]: {summary}",
+                )
+            )
+            answer = backend.answer(chosen)
+            candidate.mode = answer.mode
+            candidate.causes.append(
+                Cause("scope", "manifest", f"reused as {answer.mode} ({answer.reason})")
+            )
+            kept[chosen.node_id] = candidate
+            added += 1
+        return added
+
+
+def _spread(inst: TestInstance, stratum: tuple[str, ...]) -> str:
+    """A stable choice that differs between strata, so canaries cover many ops."""
+    return hashlib.sha1(f"{inst.node_id}|{'|'.join(stratum)}".encode()).hexdigest()

@@ -1,0 +1,140 @@
+"""Stage 4: triage. Candidates are grouped by root cause; an agent decides per group.
+
+Whatever the agent drops ("not_needed") is recorded in `dropped` with its rationale;
+"manifest_change" groups still run and are listed for the backend team. What runs is
+ranked: agent priority, then manifest mode (mandatory before xfail), then the device's
+primary dtype first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from selection.agents import TriageAgent
+from selection.agents.deterministic import DeterministicAgent
+from selection.model import Candidate, Cause, Dropped, StageReport
+from selection.state import Group, PipelineState, Verdict
+
+MODE_WEIGHT = {"mandatory_success": 1.0, "xfail_strict": 0.9, "xfail": 0.75}
+PRIMARY_DTYPES = ("float16", "bfloat16", "float32")
+
+
+def root_cause(candidate: Candidate) -> tuple[Cause, Cause]:
+    detect = next((c for c in candidate.causes if c.stage == "detect"), None)
+    how = next((c for c in candidate.causes if c.stage == "map"), None)
+    how = how or Cause("map", "unknown", "reached")
+    return detect or how, how
+
+
+def build_groups(candidates: dict[str, Candidate]) -> list[Group]:
+    groups: dict[str, Group] = {}
+    for node_id, candidate in candidates.items():
+        detect, how = root_cause(candidate)
+        key = f"{how.kind}|{detect.summary}"
+        group_id = "g" + hashlib.sha1(key.encode()).hexdigest()[:10]
+        group = groups.get(group_id)
+        if group is None:
+            summary = detect.summary if detect is how else f"{detect.summary} -> {how.summary}"
+            group = groups[group_id] = Group(group_id, Cause("triage", how.kind, summary))
+        inst = candidate.instance
+        group.node_ids.append(node_id)
+        group.templates.add(f"{inst.test_class}.{inst.template}")
+        if inst.op:
+            group.ops.add(inst.op)
+        if inst.dtype:
+            group.dtypes.add(inst.dtype)
+        group.modes.add(candidate.mode)
+        candidate.group = group_id
+    return sorted(groups.values(), key=lambda g: (-len(g.node_ids), g.group_id))
+
+
+def _rank(candidate: Candidate, verdict: Verdict) -> float:
+    dtype = candidate.instance.dtype or ""
+    bonus = (
+        0.05 * (len(PRIMARY_DTYPES) - PRIMARY_DTYPES.index(dtype)) / len(PRIMARY_DTYPES)
+        if dtype in PRIMARY_DTYPES
+        else 0.0
+    )
+    return round(verdict.priority * MODE_WEIGHT.get(candidate.mode, 1.0) + bonus, 4)
+
+
+def manifest_findings(state: PipelineState) -> list[str]:
+    """Upstream removals the manifests still name: these need a manifest change."""
+    mapped, backend = state.mapped, state.request.backend
+    if mapped is None:
+        return []
+    findings: list[str] = []
+    supported = backend.supported_ops() or set()
+    for entry in mapped.removed_entries:
+        if entry.name in supported or entry.full_name in supported:
+            findings.append(
+                f"OpInfo {entry.full_name!r} was removed upstream but the manifests list it in supported_ops"
+            )
+    named = {(t.file, t.test_class, t.method) for t in backend.named_templates()[0]}
+    for change in mapped.removed_templates:
+        cls_name, _, method = change.qualname.partition(".")
+        if (change.path, cls_name, method) in named:
+            findings.append(
+                f"{change.path}: {change.qualname} was removed upstream but a manifest names it"
+            )
+    return findings
+
+
+class TriageStage:
+    name = "triage"
+
+    def __init__(self, agent: TriageAgent | None = None) -> None:
+        self.agent: TriageAgent = agent or DeterministicAgent()
+
+    def run(self, state: PipelineState) -> StageReport:
+        groups = build_groups(state.candidates)
+        verdicts = self.agent.decide(groups) if groups else {}
+        kept: dict[str, Candidate] = {}
+        counts = {
+            "groups": len(groups),
+            "run": 0,
+            "not_needed": 0,
+            "manifest_change": 0,
+            "fallbacks": 0,
+        }
+        for group in groups:
+            verdict = verdicts.get(group.group_id) or Verdict(
+                "run",
+                "fallback to run: the agent returned no verdict",
+                0.0,
+                0.5,
+                self.agent.name,
+                fallback_reason="no verdict",
+            )
+            group.verdict = verdict
+            counts["fallbacks"] += bool(verdict.fallback_reason)
+            counts[verdict.decision] = counts.get(verdict.decision, 0) + len(group.node_ids)
+            for node_id in group.node_ids:
+                candidate = state.candidates[node_id]
+                candidate.causes.append(
+                    Cause(
+                        "triage",
+                        verdict.decision,
+                        f"{verdict.agent}: {verdict.rationale} (confidence {verdict.confidence:.2f})",
+                    )
+                )
+                if verdict.decision == "not_needed":
+                    state.dropped.append(
+                        Dropped(node_id, self.name, f"{verdict.agent}: {verdict.rationale}")
+                    )
+                    continue
+                candidate.rank = _rank(candidate, verdict)
+                kept[node_id] = candidate
+        state.groups = groups
+        findings = manifest_findings(state)
+        state.context["manifest_findings"] = findings
+        counts["manifest_findings"] = len(findings)
+        state.candidates = dict(sorted(kept.items(), key=lambda kv: (-kv[1].rank, kv[0])))
+        notes = list(getattr(self.agent, "notes", []))
+        tokens = getattr(self.agent, "tokens_used", None)
+        if tokens is not None:
+            counts["llm_tokens"] = int(tokens)
+            counts["llm_requests"] = int(getattr(self.agent, "requests_sent", 0))
+            counts["llm_cache_hits"] = int(getattr(self.agent, "cache_hits", 0))
+        counts["selected"] = len(state.candidates)
+        return StageReport(self.name, counts, notes)

@@ -1,0 +1,211 @@
+"""Test templates of upstream test files (`test/test_ops.py` and friends), read statically.
+
+Pure. A template is a `test*` method of a class passed to `instantiate_device_type_tests`;
+its parametrization comes from `@ops(...)`, `@modules(...)`, `@dtypes(...)` and simple
+`@parametrize(...)` decorators. Anything richer is kept as an approximate template
+(`exact=False`): it is still selected as a whole, never lost.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from selection.devices import names_other_device
+from selection.dtypes_eval import DtypeEvaluator
+from selection.pyast import Symbol, module_symbols
+
+OPS_DECORATORS = {"ops": "opinfo", "modules": "moduleinfo"}
+# `only*` decorators skip the test at run time on every other device.
+ONLY_FOR_DECORATORS = {
+    "onlyCPU",
+    "onlyCUDA",
+    "onlyMPS",
+    "onlyXPU",
+    "onlyHPU",
+    "onlyCUDAAndPRIVATEUSE1",
+}
+
+
+@dataclass
+class Template:
+    file: str
+    test_class: str
+    method: str
+    instantiated: bool = True  # instantiate_device_type_tests(cls, ...) includes our device
+    op_list: ast.expr | None = None  # the @ops/@modules argument
+    database: str = ""  # opinfo | moduleinfo when parametrized over a database
+    opinfo_dtypes: str = "supported"  # OpDTypes member, or "explicit"
+    explicit_dtypes: tuple[str, ...] | None = None
+    allowed_dtypes: tuple[str, ...] | None = None
+    plain_dtypes: tuple[tuple[str, ...], ...] | None = None  # @dtypes(...) variants
+    params: list[str] | None = None  # simple @parametrize suffixes ("x_1", "x_2")
+    exact: bool = True
+    skipped_reason: str = ""  # e.g. "@onlyCUDA" when upstream skips it for our device
+    seen: bool = True  # False: assumed from a manifest, the body was not available
+    symbol: Symbol | None = None
+    refs: frozenset[str] = frozenset()
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.test_class}.{self.method}"
+
+
+@dataclass
+class TestModule:
+    path: str
+    templates: list[Template] = field(default_factory=list)
+    local_names: dict[str, ast.expr] = field(default_factory=dict)
+    instantiated_classes: dict[str, bool] = field(default_factory=dict)
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+
+
+def _call_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return ""
+
+
+def _instantiations(tree: ast.Module) -> dict[str, bool]:
+    """Classes passed to instantiate_device_type_tests, and whether our device is included."""
+    found: dict[str, bool] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _call_name(node) == "instantiate_device_type_tests"):
+            continue
+        if not node.args or not isinstance(node.args[0], ast.Name):
+            continue
+        kwargs = {k.arg: k.value for k in node.keywords if k.arg}
+        included = True
+        only_for = kwargs.get("only_for")
+        if only_for is not None:
+            included = "privateuse1" in ast.unparse(only_for)
+        except_for = kwargs.get("except_for")
+        if except_for is not None and "privateuse1" in ast.unparse(except_for):
+            included = False
+        found[node.args[0].id] = found.get(node.args[0].id, False) or included
+    return found
+
+
+def _param_suffixes(call: ast.Call) -> list[str] | None:
+    """Suffixes of `@parametrize("name", [literal, ...])`; None when not literal."""
+    if len(call.args) < 2 or call.keywords:
+        return None
+    names_node, values_node = call.args[0], call.args[1]
+    if not (isinstance(names_node, ast.Constant) and isinstance(names_node.value, str)):
+        return None
+    names = [n.strip() for n in names_node.value.split(",")]
+    if not isinstance(values_node, (ast.List, ast.Tuple)):
+        return None
+    suffixes: list[str] = []
+    for idx, value in enumerate(values_node.elts):
+        values = value.elts if len(names) > 1 and isinstance(value, ast.Tuple) else [value]
+        if len(values) != len(names):
+            return None
+        parts: list[str] = []
+        for name, item in zip(names, values, strict=True):
+            part = _formatted_value(idx, name, item)
+            if part is None:
+                return None
+            parts.append(part)
+        suffixes.append("_".join(parts))
+    return suffixes
+
+
+def _formatted_value(idx: int, name: str, node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)):
+        return f"{name}_{str(node.value).replace('.', '_')}"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return f"{name}_{ast.unparse(node).replace('.', '_')}"
+    if isinstance(node, ast.Constant) and node.value is None:
+        return f"{name}{idx}"
+    return None
+
+
+def _dtype_variants(
+    call: ast.Call, dtype_eval: DtypeEvaluator
+) -> tuple[tuple[str, ...], ...] | None:
+    variants: list[tuple[str, ...]] = []
+    for arg in call.args:
+        if isinstance(arg, (ast.Tuple, ast.List)):
+            value = dtype_eval.evaluate(arg)
+            if value is None:
+                return None
+            variants.append(value)
+        else:
+            value = dtype_eval.evaluate(arg)
+            if value is None:
+                return None
+            variants.extend((d,) for d in value)
+    return tuple(variants)
+
+
+def _apply_decorator(template: Template, deco: ast.expr, dtype_eval: DtypeEvaluator) -> None:
+    name = _call_name(deco)
+    call = deco if isinstance(deco, ast.Call) else None
+    if name in OPS_DECORATORS and call is not None and call.args:
+        template.op_list = call.args[0]
+        template.database = OPS_DECORATORS[name]
+        for keyword in call.keywords:
+            if keyword.arg == "dtypes":
+                text = ast.unparse(keyword.value)
+                if text.startswith("OpDTypes."):
+                    template.opinfo_dtypes = text.removeprefix("OpDTypes.")
+                else:
+                    template.opinfo_dtypes = "explicit"
+                    template.explicit_dtypes = dtype_eval.evaluate(keyword.value)
+                    template.exact &= template.explicit_dtypes is not None
+            elif keyword.arg == "allowed_dtypes":
+                template.allowed_dtypes = dtype_eval.evaluate(keyword.value)
+                template.exact &= template.allowed_dtypes is not None
+    elif name == "dtypes" and call is not None:
+        device = next((k.value for k in call.keywords if k.arg == "device_type"), None)
+        if device is None or ast.unparse(device).strip("'\"") in ("all", "privateuse1"):
+            template.plain_dtypes = _dtype_variants(call, dtype_eval)
+            template.exact &= template.plain_dtypes is not None
+    elif name == "parametrize" and call is not None:
+        suffixes = _param_suffixes(call)
+        if suffixes is None or template.params is not None:
+            template.exact = False
+        else:
+            template.params = suffixes
+    elif name in ONLY_FOR_DECORATORS and name not in ("onlyCUDAAndPRIVATEUSE1",):
+        template.skipped_reason = f"@{name}"
+    elif name in ("dtypesIfPRIVATEUSE1",) and call is not None:
+        template.plain_dtypes = _dtype_variants(call, dtype_eval)
+    elif name.startswith("dtypesIf") or names_other_device(name):
+        return
+
+
+def parse_test_module(
+    tree: ast.Module,
+    path: str,
+    dtype_eval: DtypeEvaluator,
+    symbols: dict[str, Symbol] | None = None,
+) -> TestModule:
+    """Every template of the classes a test file instantiates per device."""
+    symbols = symbols if symbols is not None else module_symbols(tree, "")
+    module = TestModule(path, symbols=symbols, instantiated_classes=_instantiations(tree))
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            module.local_names[stmt.targets[0].id] = stmt.value
+        if not isinstance(stmt, ast.ClassDef) or stmt.name not in module.instantiated_classes:
+            continue
+        for item in stmt.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith(
+                "test"
+            ):
+                template = Template(path, stmt.name, item.name)
+                template.instantiated = module.instantiated_classes[stmt.name]
+                for deco in item.decorator_list:
+                    _apply_decorator(template, deco, dtype_eval)
+                template.symbol = symbols.get(f"{stmt.name}.{item.name}")
+                template.refs = template.symbol.refs if template.symbol else frozenset()
+                module.templates.append(template)
+    return module

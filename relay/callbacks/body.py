@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from relay.dispatch.payload import slim_payload
+
 PERIODIC_EVENTS = frozenset({"nightly", "periodic"})
 CONCLUSIONS = frozenset(
     {"success", "failure", "cancelled", "skipped", "timed_out", "neutral", "action_required"}
@@ -100,6 +102,21 @@ class CallbackBody(BaseModel):
     @property
     def is_periodic(self) -> bool:
         return self.event_type in PERIODIC_EVENTS
+
+    def for_storage(self, selection_id: str | None) -> dict[str, Any]:
+        """What job_runs.last_payload keeps and the HUD receives as callback_payload.
+
+        Not the callback token (a credential), not the selection report (stored in
+        selection_reports; referenced by id), and the echoed webhook slimmed to the
+        fields downstream workflows read (a pull_request payload is ~25 KB per job).
+        """
+        data = self.model_dump(mode="json", exclude={"callback_token", "selection"})
+        if data.get("payload"):
+            data["payload"] = slim_payload(data["payload"])
+            data["payload_slimmed"] = True
+        if selection_id is not None:
+            data["selection_id"] = selection_id
+        return data
 
     def digest(self) -> str:
         """Identity of this report: two callbacks with the same digest are the same callback."""

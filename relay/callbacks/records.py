@@ -123,7 +123,7 @@ def save_job(
         "tests_skipped": tests.skipped if tests else None,
         "tests_total": tests.total if tests else None,
         "selection_id": facts.selection_id,
-        "last_payload": body.model_dump_json(),
+        "last_payload": json.dumps(body.for_storage(facts.selection_id), separators=(",", ":")),
         "updated_at": now,
         "in_progress_digest": state.in_progress_digest,
         "completed_digest": state.completed_digest,

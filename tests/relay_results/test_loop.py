@@ -66,7 +66,12 @@ def test_every_level_through_the_whole_loop(
     for key, row in hud.rows.items():
         assert row["trusted"]["verified_repo"] == "/".join(key.split("/")[:2])
         assert row["trusted"]["ci_metrics"]["execution_time"] == pytest.approx(600)
-        assert row["untrusted"]["callback_payload"]["workflow"]["status"] == "completed"
+        callback_payload = row["untrusted"]["callback_payload"]
+        assert callback_payload["workflow"]["status"] == "completed"
+        # The token is a credential and stays here; the echoed webhook is slimmed.
+        assert "callback_token" not in callback_payload and callback_payload["payload_slimmed"]
+        assert callback_payload["payload"]["pull_request"]["number"] == 2
+        assert "body" not in callback_payload["payload"]["pull_request"]
     assert {r["trusted"]["downstream_repo_level"] for r in hud.rows.values()} == {"L2", "L3", "L4"}
     # Check runs: L3 (labelled) and L4, one per state change, on the PR head, never for L2.
     for repo in ("acme/l3", "acme/l4"):

@@ -15,8 +15,10 @@ from test_manifests.loader import (
     manifest_from_text,
 )
 from test_manifests.matching import PathRoots, looks_like_variant, name_matches
+from test_manifests.merge import merge_manifests
 from test_manifests.model import DEFAULT_TOLERANCE, Manifest, Mode, Precision, canonical_dtype
 from test_manifests.resolve import resolve
+from test_manifests.run import shipped_manifests
 from test_manifests.scope import TemplateScope, is_reused, reused_files, template_scope
 
 __all__ = [
@@ -37,8 +39,10 @@ __all__ = [
     "load_manifests",
     "looks_like_variant",
     "manifest_from_text",
+    "merge_manifests",
     "name_matches",
     "resolve",
     "reused_files",
+    "shipped_manifests",
     "template_scope",
 ]

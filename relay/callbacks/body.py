@@ -62,6 +62,12 @@ class WorkflowReport(BaseModel):
     test_results: TestResults | None = None
     artifact_url: str | None = None
 
+    @field_validator("check_run_id", "test_results", "conclusion", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        # Shell-built bodies (CRCR's composite action) send "" or {} for "unknown".
+        return None if value in ("", {}) else value
+
     @field_validator("started_at", "completed_at")
     @classmethod
     def _iso_time(cls, value: str | None) -> str | None:

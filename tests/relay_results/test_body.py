@@ -63,3 +63,19 @@ def test_digest_distinguishes_reports_and_ignores_key_order() -> None:
     same = parse_callback(json.dumps(dict(reversed(list(body().items())))).encode())
     other = parse_callback(json.dumps(body(conclusion="failure")).encode())
     assert one.digest() == same.digest() != other.digest()
+
+
+def test_empty_strings_from_shell_built_bodies_mean_unknown() -> None:
+    raw = body(
+        status="in_progress", conclusion="", check_run_id="", test_results={}, completed_at=""
+    )
+    raw["workflow"]["run_id"], raw["workflow"]["run_attempt"] = "123", "2"
+    parsed = parse_callback(json.dumps(raw).encode())
+    w = parsed.workflow
+    assert (w.run_id, w.run_attempt, w.check_run_id, w.conclusion, w.test_results) == (
+        123,
+        2,
+        None,
+        None,
+        None,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from urllib.parse import quote
 from typing import Any
 
 from relay.dashboard import queries
@@ -40,7 +41,8 @@ def backend_page(
             "pr_number": e["pr_number"],
             "head_sha": e["head_sha"],
             "at": e["at"],
-            "change_url": change_url(e["event_type"], e["pr_number"], e["head_sha"]),
+            "change_url": change_url(e["event_type"], e["pr_number"], e["head_sha"])
+            or f"/crcr/deliveries/{quote(e['delivery_id'], safe='')}",
             "cells": [by_cell.get((e["delivery_id"], c)) for c in columns],
         }
         for e in events

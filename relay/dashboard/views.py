@@ -77,6 +77,7 @@ def _last(row: Row | None) -> dict[str, Any] | None:
         "event_type": row["event_type"],
         "pr_number": row["pr_number"],
         "head_sha": row["head_sha"],
+        "change_url": change_url(row["event_type"], row["pr_number"], row["head_sha"]),
     }
 
 

@@ -30,6 +30,7 @@ SHA_PUSH = "c3" * 20
 SHA_NIGHTLY = "d4" * 20
 XSS_JOB = '<script>window.__xss = "job"</script>'
 XSS_CAUSE = "<img src=x onerror=\"window.__xss='cause'\">"
+XSS_RATIONALE = "<b>not bold</b> because <script>window.__xss = 'rationale'</script>"
 REPORT_HTML = (
     "<!doctype html><html><head><title>Selection report</title>"
     "<script>document.title = 'pwned'; window.__xss = 'report'</script></head>"
@@ -51,6 +52,7 @@ class Seeded:
     """What the tests may rely on having been reported."""
 
     selection_id: str = ""
+    summary_only_selection_id: str = ""  # a report uploaded without HTML
     delivery_ids: dict[str, str] = field(default_factory=dict)  # "opened"/"sync"/"push"
     callbacks: int = 0
 
@@ -193,7 +195,20 @@ def seed(relay_url: str, issuer: FakeOidcIssuer, github: FakeGitHub) -> Seeded:
             url="https://evil.example/acme/spyre-backend/actions/runs/102",
         )
         down.job(L4_REPO, ids["sync"], XSS_JOB, "success", 102)
-        down.job(L2_REPO, ids["sync"], "build-and-test", "success", 202, tests=tests_ok)
+        summary_only = {
+            "selection_id": "plain",
+            "summary": {"per_stage": {"impact": 80, "agent": 20}, "rationale": XSS_RATIONALE},
+        }
+        down.job(
+            L2_REPO,
+            ids["sync"],
+            "build-and-test",
+            "success",
+            202,
+            tests=tests_ok,
+            selection=summary_only,
+        )
+        seeded.summary_only_selection_id = f"{L2_REPO}/plain"
         # A branch push: the L2 backend timed out.
         down.job(L4_REPO, ids["push"], "test (1/2)", "success", 103, tests=tests_ok)
         down.job(L2_REPO, ids["push"], "build-and-test", "timed_out", 203)

@@ -134,6 +134,15 @@ def test_stored_report_is_served_sandboxed(seeded_relay: SeededRelay) -> None:
     assert _get(seeded_relay, "/selection/no-such-report").status_code == 404
 
 
+def test_a_report_without_html_is_shown_from_its_summary_escaped(seeded_relay: SeededRelay) -> None:
+    answer = _get(seeded_relay, f"/selection/{seeded_relay.seeded.summary_only_selection_id}")
+    assert answer.status_code == 200
+    assert "sandbox" not in answer.headers["content-security-policy"]  # our own page
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in answer.text and "<b>not bold" not in answer.text
+    assert "&lt;script&gt;" in answer.text
+
+
 def test_readiness_reports_each_criterion_with_its_value(seeded_relay: SeededRelay) -> None:
     page = _get(seeded_relay, "/api/crcr/readiness").json()
     by_repo = {b["repo"]: b for b in page["backends"]}

@@ -157,3 +157,21 @@ def test_empty_and_unknown_states_say_what_to_do(
     tab.goto(f"{seeded_relay.url}/crcr/{L2_REPO}?event=push&conclusion=failure")
     assert "Nothing matches these filters" in tab.locator("main").inner_text()
     _shot(tab, artifacts, "08-empty-filter")
+
+
+def test_live_refresh_swaps_the_content_without_a_reload(
+    page: Any, seeded_relay: SeededRelay
+) -> None:
+    tab = page
+    tab.clock.install()
+    tab.goto(f"{seeded_relay.url}/crcr")
+    tab.evaluate(
+        "() => { window.__sameDocument = true; document.getElementById('main').dataset.old = '1'; }"
+    )
+    with tab.expect_response(
+        lambda r: r.request.resource_type == "fetch" and r.url.endswith("/crcr")
+    ):
+        tab.clock.fast_forward(31_000)
+    tab.wait_for_function("() => document.getElementById('main').dataset.old === undefined")
+    assert tab.evaluate("() => window.__sameDocument === true"), "the page was reloaded"
+    assert L4_REPO in tab.locator("main").inner_text()

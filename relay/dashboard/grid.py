@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 from relay.dashboard import queries
 from relay.dashboard.presentation import EVENT_FILTERS

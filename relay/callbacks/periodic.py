@@ -11,7 +11,6 @@ from __future__ import annotations
 from relay.callbacks.body import CallbackBody
 from relay.callbacks.records import JobFacts, save_job
 from relay.callbacks.state_machine import COMPLETED, JobKey, JobState
-from relay.oidc import CallerIdentity
 from relay.store import Tx
 
 
@@ -20,7 +19,7 @@ def record_periodic(
     key: JobKey,
     body: CallbackBody,
     selection_id: str | None,
-    identity: CallerIdentity,
+    identity: str,
     now: float,
 ) -> None:
     state = JobState(
@@ -39,6 +38,6 @@ def record_periodic(
         head_sha=body.delivery_id,
         selection_id=selection_id,
         callback_token_id=None,
-        identity=f"{identity.issuer_kind}:{identity.subject}",
+        identity=identity,
     )
     save_job(tx, key, state, body, facts, now)

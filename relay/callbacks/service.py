@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from relay.callback_token import CallbackTokenError, CallbackTokenSigner, TokenBinding
 from relay.callbacks.answer import Answer
 from relay.callbacks.body import BadCallback, CallbackBody, parse_callback
-from relay.callbacks.downstreams import LEVEL_ORDER, downstream_of
+from relay.callbacks.downstreams import LEVEL_ORDER, Downstream, downstream_of
 from relay.callbacks.effects import enqueue_effects
+from relay.callbacks.periodic import record_periodic
 from relay.callbacks.rate_limit import TokenBucketLimiter, retry_after_header
 from relay.callbacks.records import (
     Dispatch,
@@ -107,7 +108,7 @@ class CallbackService:
                 {"Retry-After": retry_after_header(wait)},
             )
         if body.is_periodic:
-            return self._periodic(identity, body, entry.level)
+            return self._periodic(identity, body, entry)
         return self._job_callback(identity, body, entry.level, entry.device)
 
     def _identity(self, authorization: str | None) -> CallerIdentity:
@@ -162,7 +163,7 @@ class CallbackService:
                 head_sha=dispatch.head_sha,
                 selection_id=self._save_selection(tx, body, key, now),
                 callback_token_id=token_id,
-                identity=f"{identity.issuer_kind}:{identity.subject}",
+                identity=_identity_text(identity),
             )
             save_job(tx, key, outcome.state, body, facts, now)
             enqueue_effects(tx, self.state, self.settings, key, level, device, dispatch.labels, now)
@@ -187,23 +188,16 @@ class CallbackService:
         save_selection(tx, selection_id, body, key.repo, now)
         return selection_id
 
-    def _periodic(self, identity: CallerIdentity, body: CallbackBody, level: str) -> Answer:
-        from relay.callbacks.periodic import record_periodic
-
+    def _periodic(self, identity: CallerIdentity, body: CallbackBody, entry: Downstream) -> Answer:
         if body.workflow.status != "completed":
             return Answer(200, {"ignored": True, "reason": "nightly/periodic: completed only"})
+        w = body.workflow
+        key = JobKey(body.delivery_id, entry.repo, w.run_id, w.run_attempt, w.job_name)
         with self._writes, self.state.store.transaction() as tx:
             now = self.state.clock.now()
-            key = JobKey(
-                body.delivery_id,
-                identity.repository,
-                body.workflow.run_id,
-                body.workflow.run_attempt,
-                body.workflow.job_name,
-            )
             selection_id = self._save_selection(tx, body, key, now)
-            record_periodic(tx, key, body, selection_id, identity, now)
-            enqueue_effects(tx, self.state, self.settings, key, level, None, (), now)
+            record_periodic(tx, key, body, selection_id, _identity_text(identity), now)
+            enqueue_effects(tx, self.state, self.settings, key, entry.level, None, (), now)
         return Answer(200, {"accepted": True, "status": "completed", "periodic": True})
 
 
@@ -219,6 +213,10 @@ def _no_dispatch(tx: Tx, delivery_id: str, repo: str) -> _Refused:
             503, f"dispatch of {delivery_id} to {repo} is being recorded", {"Retry-After": "2"}
         )
     return _refuse(400, f"no dispatch of delivery {delivery_id} to {repo}")
+
+
+def _identity_text(identity: CallerIdentity) -> str:
+    return f"{identity.issuer_kind}:{identity.subject}"
 
 
 def _answer(state: JobState, status: str) -> dict[str, Any]:

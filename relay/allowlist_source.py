@@ -36,6 +36,11 @@ class AllowlistSource:
     def is_url(self) -> bool:
         return self.source.startswith(("http://", "https://"))
 
+    def refresh_due(self) -> bool:
+        """True when the next `current()` call will read the file or the URL."""
+        checked = self._checked_at
+        return checked is None or self._clock.now() - checked >= self.min_refresh_seconds
+
     def current(self) -> Allowlist:
         """The allowlist, reloaded if the refresh interval has passed."""
         with self._lock:

@@ -20,6 +20,7 @@ Row = dict[str, Any]
 Params = Sequence[Any]
 
 C = TypeVar("C")
+T = TypeVar("T")
 
 
 class Tx(ABC):
@@ -65,6 +66,23 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def run_write(self, fn: Callable[[Tx], T]) -> T:
+        """Run `fn(tx)` in a write transaction and return its result once committed.
+
+        Stores may commit several such writes together (SQLite: group commit),
+        so `fn` must only touch the database through `tx` and may run in another
+        thread. Use it for many small, independent writes (webhook ingest).
+        """
+        with self.transaction() as tx:
+            result: T = fn(tx)
+        return result
+
+    async def run_write_async(self, fn: Callable[[Tx], T]) -> T:
+        """`run_write` for async code (a worker thread by default)."""
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(self.run_write, fn)
 
     def ping(self) -> None:
         """Raise `StoreUnavailable` unless the database answers a query."""

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from starlette.concurrency import run_in_threadpool
+
+from relay.allowlist import Allowlist
 from relay.dispatch.targets import targets_for
 from relay.outbox import enqueue
 from relay.store import Tx
@@ -64,9 +68,11 @@ def _insert_delivery(tx: Tx, delivery: StoredDelivery, route: Route) -> bool:
     )
 
 
-def _enqueue_dispatches(state: RelayState, tx: Tx, delivery: StoredDelivery) -> int:
+def _enqueue_dispatches(
+    state: RelayState, tx: Tx, delivery: StoredDelivery, allowlist: Allowlist
+) -> int:
     count = 0
-    for target in targets_for(delivery.event, state.allowlist.current(), state.config.targets):
+    for target in targets_for(delivery.event, allowlist, state.config.targets):
         body: dict[str, Any] = {
             "connection": target.connection,
             "event_type": delivery.event,
@@ -96,16 +102,39 @@ def _run_hooks(state: RelayState, tx: Tx, delivery: StoredDelivery, route: Route
     return count
 
 
-def ingest(state: RelayState, delivery: StoredDelivery, route: Route) -> IngestResult:
-    """Store the delivery; if new, enqueue its jobs in the same transaction."""
-    if route.kind == "dispatch":
-        state.allowlist.current()  # fail (503) before writing if no allowlist can be loaded
-    with state.store.transaction() as tx:
+def _writer(
+    state: RelayState, delivery: StoredDelivery, route: Route, allowlist: Allowlist | None
+) -> Callable[[Tx], IngestResult]:
+    def write(tx: Tx) -> IngestResult:
         if not _insert_delivery(tx, delivery, route):
             return IngestResult(duplicate=True, enqueued=0)
-        enqueued = _enqueue_dispatches(state, tx, delivery) if route.kind == "dispatch" else 0
+        enqueued = 0
+        if allowlist is not None:
+            enqueued = _enqueue_dispatches(state, tx, delivery, allowlist)
         enqueued += _run_hooks(state, tx, delivery, route)
-    return IngestResult(duplicate=False, enqueued=enqueued)
+        return IngestResult(duplicate=False, enqueued=enqueued)
+
+    return write
+
+
+def ingest(state: RelayState, delivery: StoredDelivery, route: Route) -> IngestResult:
+    """Store the delivery; if new, enqueue its jobs in the same transaction."""
+    # Read the allowlist first: if it cannot be loaded, fail (503) before writing.
+    allowlist = state.allowlist.current() if route.kind == "dispatch" else None
+    return state.store.run_write(_writer(state, delivery, route, allowlist))
+
+
+async def ingest_async(state: RelayState, delivery: StoredDelivery, route: Route) -> IngestResult:
+    """`ingest` for the event loop: the allowlist is read in a thread only when it
+    may need a refresh (file or URL I/O), the write is awaited without a thread."""
+    allowlist = None
+    if route.kind == "dispatch":
+        refresh_due = getattr(state.allowlist, "refresh_due", None)
+        if refresh_due is not None and refresh_due():
+            allowlist = await run_in_threadpool(state.allowlist.current)
+        else:
+            allowlist = state.allowlist.current()
+    return await state.store.run_write_async(_writer(state, delivery, route, allowlist))
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:

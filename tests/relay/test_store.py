@@ -185,3 +185,35 @@ def test_unreachable_postgres_is_unavailable() -> None:
     store = open_store(f"postgresql://nobody@127.0.0.1:{free_port()}/none", busy_timeout=1)
     with pytest.raises(StoreUnavailable):
         store.ping()
+
+
+def test_run_write_commits_concurrent_writes_and_isolates_a_failing_one(store: Store) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write(i: int) -> bool:
+        def fn(tx) -> bool:  # type: ignore[no-untyped-def]
+            if i == 7:
+                enqueue(tx, kind="dispatch", target="o/r", body={}, dedupe_key="poison", now=1.0)
+                raise ValueError("bad write")
+            return enqueue(tx, kind="dispatch", target="o/r", body={}, dedupe_key=f"k{i}", now=1.0)
+
+        return store.run_write(fn)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = [pool.submit(write, i) for i in range(40)]
+    results = [f.exception() or f.result() for f in futures]
+    assert isinstance(results[7], ValueError)
+    assert all(r is True for i, r in enumerate(results) if i != 7)
+    with store.transaction(write=False) as tx:
+        keys = {r["dedupe_key"] for r in tx.fetchall("SELECT dedupe_key FROM outbox")}
+    assert keys == {f"k{i}" for i in range(40) if i != 7}  # the failing write left nothing
+
+
+def test_sqlite_wal_mode_and_durable_sync_are_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
+    try:
+        with store.transaction(write=False) as tx:
+            assert tx.scalar("PRAGMA journal_mode") == "wal"
+            assert tx.scalar("PRAGMA synchronous") == 2  # FULL
+    finally:
+        store.close()

@@ -15,6 +15,7 @@ from selection.model import TestInstance
 from test_manifests import Manifest, ManifestError, load_manifests, resolve, reused_files
 from test_manifests import TestInstance as ManifestInstance
 from test_manifests.merge import merge_manifests
+from test_manifests.rules import listed_entries, matching_file
 
 SHIPPED_MANIFESTS = Path(test_manifests.__file__).with_name("manifests")
 _REGEX_CHARS = set("*+?[]()|^$\\{}")
@@ -76,6 +77,16 @@ class BackendScope:
         ops = self.manifest.suite.global_.supported_ops
         return None if ops is None else {op.name for op in ops}
 
+    def _entry_reason(self, instance: TestInstance) -> str | None:
+        """The `reason:` of the tests[] entry naming this template (skips carry one)."""
+        found = matching_file(self.manifest, instance.file, None)
+        if found is None:
+            return None
+        for _, entry in listed_entries(found[1], instance.test_class, instance.template):
+            if entry.reason:
+                return f"{entry.mode.value}: {entry.reason}"
+        return None
+
     def answer(self, instance: TestInstance) -> ScopeAnswer:
         op, variant = _split_op(instance.op)
         key = (instance.file, instance.test_class, instance.template, instance.op, instance.dtype)
@@ -93,6 +104,9 @@ class BackendScope:
             )
             mode = resolution.mode.value if resolution.mode is not None else "skip"
             reason = resolution.reason or _rule(resolution)
+            mode_decision = (resolution.decisions or {}).get("mode")
+            if not resolution.runs and mode_decision is not None and mode_decision.value == "skip":
+                reason = self._entry_reason(instance) or reason
             self._cache[key] = ScopeAnswer(resolution.runs, mode, reason)
         return self._cache[key]
 

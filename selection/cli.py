@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
+    MofNCompleteColumn,
     Progress,
     SpinnerColumn,
     TaskID,
@@ -223,11 +224,13 @@ def select_command(**kw: Any) -> None:
     spyre-ci select --pytorch-repo ~/pytorch --pr 12345
     spyre-ci select --pytorch-repo ~/pytorch --from main --diff change.patch
     """
-    console = Console(stderr=True, quiet=kw["quiet"])
+    console = Console(stderr=True, quiet=kw["quiet"], log_path=False)
     try:
         code = _select(kw, console)
     except SelectionError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {exc}", highlight=False
+        )  # even with --quiet
         sys.exit(exc.exit_code)
     sys.exit(code)
 
@@ -267,17 +270,27 @@ def _select(kw: dict[str, Any], console: Console) -> int:
     with progress.bytes:
         request, extra = prepare(options, progress.transfer, lambda m: console.log(m))
         progress.finish()
-        analysis = progress.bytes.add_task(
-            f"analysing {len(request.changed_paths)} changed files",
-            total=len(request.changed_paths),
+    analysis = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    with analysis:
+        files = analysis.add_task(
+            f"analysing {len(request.changed_paths)} changed upstream files",
+            total=len(request.changed_paths) or 1,
         )
         state = run_pipeline(
             request,
             agent,
             options.disabled,
             note=lambda m: console.log(m),
-            file_progress=lambda i, n: progress.bytes.update(analysis, completed=i, total=n),
+            file_progress=lambda i, n: analysis.update(files, completed=i, total=n),
         )
+        analysis.update(files, completed=len(request.changed_paths) or 1)
     state.notes.extend(extra)
     paths = write_outputs(state, out, kw["shards"], durations, agent_info)
     _summary(console, state, paths)

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from selection.devices import names_other_device
+from selection.dtypes_eval import DtypeEvaluator
 from selection.model import (
     ChangeKind,
     ChangeSet,
@@ -19,6 +20,7 @@ from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
 from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration, parse_database
 from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
 from selection.upstream import (
+    DTYPE_HELPERS,
     ParsedTrees,
     analysed_by_symbol,
     is_database_file,
@@ -123,6 +125,18 @@ class Detector:
     def __init__(self, base: ParsedTrees, head: ParsedTrees) -> None:
         self.base, self.head = base, head
         self.symbols_cache: dict[tuple[str, str], dict[str, Symbol]] = {}
+        self._dtype_evals: dict[str, DtypeEvaluator] = {}
+
+    def dtype_eval(self, side: str) -> DtypeEvaluator:
+        """Evaluates `dtypes=` of DecorateInfos with that side's common_dtype helpers."""
+        if side not in self._dtype_evals:
+            trees = self.base if side == "base" else self.head
+            evaluator = DtypeEvaluator(None)
+            helpers = trees.module(DTYPE_HELPERS)
+            if helpers is not None:
+                evaluator.add_module(helpers)
+            self._dtype_evals[side] = evaluator
+        return self._dtype_evals[side]
 
     def symbols(self, side: str, path: str) -> dict[str, Symbol] | None:
         key = (side, path)
@@ -178,8 +192,16 @@ class Detector:
     ) -> list[SymbolChange]:
         """Entries of `*_db` lists are compared entry by entry instead of as one symbol."""
         old_tree, new_tree = self.base.module(path), self.head.module(path)
-        old = parse_database(old_tree, path).entries if old_tree is not None else {}
-        new = parse_database(new_tree, path).entries if new_tree is not None else {}
+        old = (
+            parse_database(old_tree, path, self.dtype_eval("base")).entries
+            if old_tree is not None
+            else {}
+        )
+        new = (
+            parse_database(new_tree, path, self.dtype_eval("head")).entries
+            if new_tree is not None
+            else {}
+        )
         changes.entries.extend(diff_databases(path, old, new))
         return [s for s in symbols if not s.qualname.endswith("_db")]
 

@@ -16,6 +16,7 @@ from selection.agents import TriageAgent
 from selection.backend import BackendScope
 from selection.enumerate import DeviceProfile
 from selection.errors import BadInput
+from selection.hooks import UnknownStage
 from selection.model import Revision
 from selection.sources import repo as repo_source
 from selection.sources.mirror import Mirror
@@ -143,7 +144,10 @@ def run_pipeline(
 ) -> PipelineState:
     registry = default_registry(TriageStage(agent))
     registry.load_entry_points()
-    registry.disable(disabled or [])
+    try:
+        registry.disable(disabled or [])
+    except UnknownStage as exc:
+        raise BadInput(str(exc)) from exc
     state = PipelineState(request, progress=note)
     if file_progress is not None:
         state.context["file_progress"] = file_progress

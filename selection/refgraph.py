@@ -37,6 +37,9 @@ MACHINERY_ROOTS = (
 )
 
 
+DATABASE_SUFFIX = "_db"
+
+
 def short_name(qualname: str) -> str:
     return qualname.rsplit(".", 1)[-1]
 
@@ -69,6 +72,10 @@ class ReferenceGraph:
             if qualname == MODULE_SYMBOL:
                 continue
             for user in self.users.get(short_name(qualname), ()):
+                # Database lists are mapped entry by entry: going through `op_db` would
+                # make every op reach every helper any op uses.
+                if user[1].endswith(DATABASE_SUFFIX) and user[1] != qualname:
+                    continue
                 if user not in seen and not _other_device(user[1]):
                     seen.add(user)
                     queue.append(user)

@@ -1,0 +1,262 @@
+"""`spyre-ci select` end to end on a real git repository: modes, outputs, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from selection.cli import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_SELECTED
+from spyre_ci.cli import cli
+from test_manifests import TestInstance, load_manifest, manifest_from_text, resolve
+from test_manifests.merge import merge_manifests
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+
+DB = f"{INTERNAL}/common_methods_invocations.py"
+DEVICE = f"{INTERNAL}/common_device_type.py"
+
+
+def run(args: list[str], cache: Path) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["select", "--cache-dir", str(cache), "--quiet", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def canary_head(upstream: UpstreamRepo) -> str:
+    return upstream.change(
+        DEVICE,
+        'setattr(cls, name + "_" + cls.device_type, test)',
+        'setattr(cls, f"{name}_{cls.device_type}", test)',
+    )
+
+
+def test_range_mode_writes_every_output_and_prints_where(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--from",
+            upstream.base,
+            "--to",
+            canary_head,
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(out),
+            "--shards",
+            "4",
+        ],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_SELECTED
+    for name in ("report.html", "report.md", "selection.json"):
+        assert f"{name}: {out / name}" in stdout
+    doc = json.loads((out / "selection.json").read_text())
+    assert (doc["schema"], doc["schema_version"], doc["mode"]) == ("spyre-ci/selection", 1, "range")
+    assert (doc["base"]["sha"], doc["head"]["sha"]) == (upstream.base, canary_head)
+    assert [s["name"] for s in doc["stages"]] == ["detect", "map", "scope", "triage"]
+    assert doc["summary"]["selected"] == len(doc["selected"]) == 6
+    assert doc["summary"]["reused_instances"] == 12
+    first = doc["selected"][0]
+    assert first["id"].startswith("test/test_ops.py::TestCommonSPYRE::test_")
+    assert first["exact"] is True
+    assert [c["stage"] for c in first["causes"]][-2:] == ["scope", "triage"]
+    # shards: every selected id exactly once, and selection.json agrees
+    shard_ids = {n: (out / "shards" / f"{n}.txt").read_text().split() for n in range(1, 5)}
+    assert sorted(i for ids in shard_ids.values() for i in ids) == sorted(
+        s["id"] for s in doc["selected"]
+    )
+    assert all(s["id"] in shard_ids[s["shard"]] for s in doc["selected"])
+    assert (out / "selected.txt").read_text().split() == [s["id"] for s in doc["selected"]]
+    matrix = json.loads((out / "matrix.json").read_text())
+    assert sorted(m["shard"] for m in matrix["include"]) == [1, 2, 3, 4]
+    assert sum(m["tests"] for m in matrix["include"]) == 6
+
+
+def test_reports_are_self_contained_and_name_the_causes(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--from",
+            upstream.base,
+            "--to",
+            canary_head,
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(out),
+        ],
+        tmp_path / "cache",
+    )
+    html = (out / "report.html").read_text()
+    assert "<script" not in html and not re.search(r"(src|href)=\"https?://", html)
+    assert "instantiate_test" in html and "canary" in html
+    md = (out / "report.md").read_text()
+    assert "Selected 6 of 12 reused instances (50.0 %)" in md
+    assert "## Blind spots" in md
+
+
+def test_overlay_merges_with_the_manifests_without_changing_outcomes(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(
+        "test/test_ops.py",
+        "self.assertClose(op.op(sample.input), op.op(sample.input))",
+        "self.assertClose(op.op(sample.input), op.ref(sample.input))",
+    )
+    out = tmp_path / "out"
+    code, _, _ = run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--from",
+            upstream.base,
+            "--to",
+            head,
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(out),
+        ],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_SELECTED
+    overlay_text = (out / "manifest.yaml").read_text()
+    overlay = yaml.safe_load(overlay_text)
+    assert overlay["test_suite_config"]["files"][0]["tests"] == [
+        {"names": ["TestCommon::test_unary"], "mode": "xfail", "labels": ["selected"]}
+    ]
+    base = load_manifest(manifest)
+    merged = merge_manifests([base, manifest_from_text(overlay_text, "overlay.yaml")])
+    instance = TestInstance(
+        "test/test_ops.py", "TestCommon", "test_unary", op="exp", dtype="float16"
+    )
+    assert resolve(merged, instance).mode == resolve(base, instance).mode
+    assert "selected" in resolve(merged, instance).labels
+
+
+def test_nothing_selected_exits_4(upstream: UpstreamRepo, manifest: Path, tmp_path: Path) -> None:
+    head = upstream.change(
+        DEVICE, "def skipMPS(fn):\n    return fn", "def skipMPS(fn):\n    fn.mps = 1\n    return fn"
+    )
+    code, _, _ = run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--from",
+            upstream.base,
+            "--to",
+            head,
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_EMPTY
+    assert json.loads((tmp_path / "o" / "selection.json").read_text())["selected"] == []
+
+
+def test_pr_mode_uses_the_pull_request_ref(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    upstream.repo.create_head("feature", canary_head)
+    upstream.repo.git.update_ref("refs/pull/7/head", canary_head)
+    out = tmp_path / "pr"
+    code, _, _ = run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--pr",
+            "7",
+            "--base",
+            upstream.base,
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(out),
+        ],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_SELECTED
+    doc = json.loads((out / "selection.json").read_text())
+    assert (doc["mode"], doc["head"]["label"], doc["head"]["sha"]) == ("pr", "pr/7", canary_head)
+    assert doc["base"]["sha"] == upstream.base
+    assert doc["summary"]["selected"] == 6
+
+
+def test_diff_mode_applies_a_patch_onto_the_base(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+    patch = tmp_path / "change.patch"
+    patch.write_text(upstream.repo.git.diff(upstream.base, head) + "\n")
+    out = tmp_path / "diff"
+    code, _, _ = run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--from",
+            upstream.base,
+            "--diff",
+            str(patch),
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(out),
+        ],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_SELECTED
+    doc = json.loads((out / "selection.json").read_text())
+    assert doc["mode"] == "diff"
+    assert sorted(s["id"].rsplit("::", 1)[1] for s in doc["selected"]) == [
+        "test_out_mul_spyre_float16",
+        "test_out_mul_spyre_float32",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "nonexistent-ref", "--to", "HEAD"], "ref 'nonexistent-ref' does not exist"),
+        (["--pr", "99"], "PR #99: no local ref"),
+        (["--diff", "__PATCH__"], "not a unified diff"),
+    ],
+)
+def test_bad_input_names_what_failed_and_exits_2(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    patch = tmp_path / "garbage.patch"
+    patch.write_text("this is not a patch\n")
+    args = [str(patch) if a == "__PATCH__" else a for a in args]
+    code, _, stderr = run(
+        ["--pytorch-repo", str(upstream.path), "--manifest", str(manifest), *args],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_BAD_INPUT
+    assert message in " ".join(stderr.split())
+
+
+def test_pr_mode_without_a_clone_is_bad_input(tmp_path: Path) -> None:
+    code, _, stderr = run(["--pr", "5"], tmp_path / "cache")
+    assert code == EXIT_BAD_INPUT
+    assert "--pr needs --pytorch-repo" in stderr
+
+
+def test_a_branch_name_without_a_clone_is_bad_input(tmp_path: Path) -> None:
+    code, _, stderr = run(["--from", "main", "--to", "v2.14.0-rc1"], tmp_path / "cache")
+    assert code == EXIT_BAD_INPUT
+    assert "'main' is not a release version" in " ".join(stderr.split())

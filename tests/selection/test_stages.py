@@ -1,0 +1,223 @@
+"""Stage by stage over real git commits of an upstream-shaped repository:
+what is detected, mapped, scoped and decided."""
+
+from __future__ import annotations
+
+import pytest
+
+from selection.errors import BadInput
+from tests.selection.conftest import Select, counts, ids
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+
+DB = f"{INTERNAL}/common_methods_invocations.py"
+DEVICE = f"{INTERNAL}/common_device_type.py"
+UTILS = f"{INTERNAL}/common_utils.py"
+NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
+ADD_SKIPS = 'DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="mps"),'
+
+
+def test_skip_aimed_at_another_device_is_detected_and_affects_nothing(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        DB,
+        ADD_SKIPS,
+        ADD_SKIPS
+        + '\n            DecorateInfo(unittest.skip("flaky"), "TestCommon", "test_out", device_type="cuda"),',
+    )
+    state = select(head)
+    assert counts(state, "detect")["database_entries"] == 1
+    assert counts(state, "detect")["database_entries_other_device_only"] == 1
+    assert counts(state, "map")["affected_instances"] == 0
+    assert state.candidates == {}
+    assert any("'add'" in n and "other-device" in n for n in state.mapped.no_effect)  # type: ignore[union-attr]
+
+
+def test_device_agnostic_skip_selects_exactly_the_instance_it_names(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        DB,
+        ADD_SKIPS,
+        ADD_SKIPS
+        + '\n            DecorateInfo(unittest.skip("wrong"), "TestCommon", "test_out", dtypes=(torch.float16,)),',
+    )
+    state = select(head)
+    change = state.changes.entries[0]  # type: ignore[union-attr]
+    assert (change.name, change.other_device_only) == ("add", False)
+    assert [(f.test_class, f.test_name, f.dtypes) for f in change.fields] == [
+        ("TestCommon", "test_out", ("float16",))
+    ]
+    assert ids(state) == {"test_out_add_spyre_float16"}
+
+
+def test_sample_function_change_maps_to_every_instance_of_that_op_then_scope_drops_float64(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+    state = select(head)
+    assert [c.qualname for c in state.changes.symbols] == ["sample_inputs_mul"]  # type: ignore[union-attr]
+    mapped = {c.instance.name for c in state.mapped.candidates.values()}  # type: ignore[union-attr]
+    assert {"test_out_mul_spyre_float64", "test_skipped_by_manifest_mul_spyre_float16"} <= mapped
+    assert ids(state) == {"test_out_mul_spyre_float16", "test_out_mul_spyre_float32"}
+    reasons = {d.node_id.rsplit("::", 1)[-1]: d.reason for d in state.dropped}
+    assert "filtered out" in reasons["test_out_mul_spyre_float64"]
+    assert "not for this device" in reasons["test_skipped_by_manifest_mul_spyre_float16"]
+    chain = [c.stage for c in next(iter(state.candidates.values())).causes]
+    assert chain == ["detect", "map", "scope", "triage"]
+
+
+def test_docstring_and_formatting_edits_are_not_changes(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    upstream.reset()
+    upstream.edit(
+        DB, '    """Unary samples."""\n', '    """Samples for unary ufuncs, reworded."""\n\n'
+    )
+    upstream.edit(
+        DB,
+        "def sample_inputs_add(op_info, device, dtype):",
+        "def sample_inputs_add(op_info,\n                      device, dtype):  # reflowed",
+    )
+    head = upstream.commit("docs and formatting")
+    state = select(head)
+    assert counts(state, "detect")["files"] == 1
+    assert counts(state, "detect")["symbols"] == 0
+    assert state.candidates == {}
+
+
+def test_change_inside_a_cuda_only_branch_affects_nothing(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        DEVICE,
+        "torch.cuda.synchronize()",
+        "torch.cuda.synchronize()\n            torch.cuda.empty_cache()",
+    )
+    state = select(head)
+    [symbol] = state.changes.symbols  # type: ignore[union-attr]
+    assert (symbol.qualname, symbol.other_device_only) == (
+        "DeviceTypeTestBase.instantiate_test",
+        True,
+    )
+    assert state.candidates == {}
+    assert state.mapped.canary_causes == []  # type: ignore[union-attr]
+
+
+def test_other_device_decorator_change_affects_nothing(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        DEVICE,
+        "def skipMPS(fn):\n    return fn",
+        "def skipMPS(fn):\n    fn.skip_mps = True\n    return fn",
+    )
+    state = select(head)
+    assert [(s.qualname, s.other_device_only) for s in state.changes.symbols] == [("skipMPS", True)]  # type: ignore[union-attr]
+    assert state.candidates == {}
+
+
+_MACHINERY_OLD = 'setattr(cls, name + "_" + cls.device_type, test)'
+_MACHINERY_NEW = 'setattr(cls, f"{name}_{cls.device_type}", test)'
+
+
+def test_instantiation_machinery_change_selects_a_stratified_canary(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(DEVICE, _MACHINERY_OLD, _MACHINERY_NEW)
+    state = select(head)
+    assert counts(state, "map")["canary_causes"] == 1
+    reused = state.context["reused"]
+    strata = {(i.template, i.dtype) for i in reused}  # type: ignore[attr-defined]
+    selected = [c.instance for c in state.candidates.values()]
+    assert len(selected) == len(strata) == 6 < state.reused_total
+    assert {(i.template, i.dtype) for i in selected} == strata
+    assert all(any(c.kind == "canary" for c in cand.causes) for cand in state.candidates.values())
+
+
+def test_full_widening_selects_every_reused_instance(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(DEVICE, _MACHINERY_OLD, _MACHINERY_NEW)
+    state = select(head, widen="full")
+    assert len(state.candidates) == state.reused_total == 12
+
+
+def test_helper_change_reaches_the_templates_that_use_it(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(UTILS, "return torch.zeros(shape", "return torch.ones(shape")
+    state = select(head)
+    assert ids(state) == {"test_plain_spyre_float16", "test_plain_spyre_float32"}
+    assert counts(state, "map")["canary_causes"] == 0
+
+
+def test_template_body_change_selects_its_instances_and_keeps_xfail(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        "test/test_ops.py",
+        "self.assertClose(op.op(sample.input), op.op(sample.input))",
+        "self.assertClose(op.op(sample.input), op.ref(sample.input))",
+    )
+    state = select(head)
+    assert [t.qualname for t in state.changes.templates] == ["TestCommon.test_unary"]  # type: ignore[union-attr]
+    assert ids(state) == {
+        "test_unary_abs_spyre_float32",
+        "test_unary_exp_spyre_float16",
+        "test_unary_exp_spyre_float32",
+    }
+    assert {c.mode for c in state.candidates.values()} == {"xfail"}
+
+
+def test_template_only_for_another_device_drops_out_upstream(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        "test/test_ops.py",
+        "    def test_streams(self, device):\n        pass",
+        "    def test_streams(self, device):\n        return None",
+    )
+    state = select(head)
+    assert state.candidates == {}
+    assert [d.reason for d in state.dropped] == ["upstream @onlyCUDA skips it on this device"]
+
+
+def test_native_functions_other_device_dispatch_affects_nothing_shared_dispatch_selects(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    mps_only = upstream.change(NATIVE, "MPS: add_mps", "MPS: add_mps_v2")
+    state = select(mps_only)
+    assert [(n.op, n.other_device_only) for n in state.changes.native] == [("add.Tensor", True)]  # type: ignore[union-attr]
+    assert state.candidates == {}
+    shared = upstream.change(
+        NATIVE, "CompositeExplicitAutograd: mul", "CompositeExplicitAutograd: mul_v2"
+    )
+    state = select(shared)
+    assert ids(state) == {"test_out_mul_spyre_float16", "test_out_mul_spyre_float32"}
+
+
+def test_unparseable_file_widens_its_dependents_and_is_reported(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(DB, "unary_ufuncs = [", "unary_ufuncs = [[")
+    state = select(head)
+    assert counts(state, "detect")["unparseable_files"] == 1
+    assert any(DB in spot and "could not be parsed" in spot for spot in state.blind_spots)
+    assert len(state.candidates) == state.reused_total > 0
+
+
+def test_disabled_scope_keeps_what_the_manifest_would_drop(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+    state = select(head, disabled=["scope"])
+    scope = next(r for r in state.reports if r.name == "scope")
+    assert scope.enabled is False
+    assert "test_out_mul_spyre_float64" in ids(state)
+
+
+def test_unknown_stage_name_is_bad_input(upstream: UpstreamRepo, select: Select) -> None:
+    head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+    with pytest.raises(BadInput, match="unknown stage 'mapp'"):
+        select(head, disabled=["mapp"])

@@ -153,3 +153,34 @@ def test_a_configured_target_reports_at_its_configured_level(
         _run_job(loop, delivery, "acme/configured", queue=1, execution=2)
         jobs = loop.rows("SELECT repo, status FROM job_runs")
     assert jobs == [{"repo": "acme/configured", "status": "completed"}]
+
+
+def test_a_buildkite_pipeline_reports_for_its_mapped_repository(
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
+) -> None:
+    with FakeOidcIssuer() as buildkite:
+        pipeline = {
+            "repository": "acme/l2",
+            "claims": {"organization_id": "o-1", "pipeline_id": "p-1"},
+        }
+        issuers = [
+            {"kind": "github_actions", "issuer": oidc.url},
+            {"kind": "buildkite", "issuer": buildkite.url, "pipelines": [pipeline]},
+        ]
+        with ResultsLoop(tmp_path, github, oidc, callbacks={"oidc_issuers": issuers}) as loop:
+            delivery = loop.webhook("pull_request.opened")
+            loop.drain()
+            payload = loop.client_payload(delivery, "acme/l2")
+            now = loop.clock.now()
+            mapped = buildkite.buildkite_token(
+                organization_id="o-1", pipeline_id="p-1", issued_at=now
+            )
+            other = buildkite.buildkite_token(
+                organization_id="o-1", pipeline_id="p-2", issued_at=now
+            )
+            assert loop.callback("acme/l2", payload, token=other).status_code == 403
+            assert loop.callback("acme/l2", payload, token=mapped).status_code == 200
+            jobs = loop.rows("SELECT repo, identity FROM job_runs")
+    assert jobs == [
+        {"repo": "acme/l2", "identity": "buildkite:organization:acme:pipeline:spyre:ref:main"}
+    ]

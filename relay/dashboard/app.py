@@ -44,9 +44,14 @@ def dashboard_settings(extra: dict[str, Any]) -> DashboardSettings:
 
 def router(state: RelayState) -> APIRouter:
     settings = dashboard_settings(state.config.extra)
+
+    def allowlisted_levels() -> dict[str, str]:
+        return {entry.repo: entry.level for entry in state.allowlist.current().entries}
+
     return dashboard_router(
         state.store,
         state.clock,
         refresh_seconds=settings.refresh_seconds,
         warm_cache=settings.warm_cache,
+        levels=allowlisted_levels,
     )

@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from relay.clock import SYSTEM_CLOCK, Clock
 from relay.dashboard import grid, metrics, views
+from relay.dashboard.levels import LevelRecorder, LevelSource
 from relay.dashboard.metrics_charts import charts_for
 from relay.dashboard.presentation import CONCLUSIONS
 from relay.dashboard.render import render
@@ -42,13 +43,20 @@ ConclusionFilter = Literal[CONCLUSIONS]  # type: ignore[valid-type]
 
 
 def dashboard_router(
-    store: Store, clock: Clock = SYSTEM_CLOCK, refresh_seconds: int = 30, warm_cache: bool = True
+    store: Store,
+    clock: Clock = SYSTEM_CLOCK,
+    refresh_seconds: int = 30,
+    warm_cache: bool = True,
+    levels: LevelSource | None = None,
 ) -> APIRouter:
+    """`levels` returns the allowlist's current level of each repository; with it the
+    dashboard keeps `repo_levels` (the level history) up to date."""
     router = APIRouter(tags=["dashboard"])
-    pages = _Pages(store, clock, refresh_seconds)
+    recorder = LevelRecorder(store, levels)
+    pages = _Pages(store, clock, refresh_seconds, recorder)
     rollups = Rollups()
     if warm_cache:
-        _start_warmup(store, rollups, clock)
+        _start_warmup(store, rollups, clock, recorder)
 
     @router.get("/crcr/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
@@ -184,12 +192,13 @@ Builder = Callable[[Tx, float], dict[str, Any]]
 log = logging.getLogger(__name__)
 
 
-def _start_warmup(store: Store, rollups: Rollups, clock: Clock) -> None:
-    """Fill the day cache in the background so that the first visitor after a start
-    does not pay for reading a month of jobs."""
+def _start_warmup(store: Store, rollups: Rollups, clock: Clock, recorder: LevelRecorder) -> None:
+    """Record the allowlist's levels and fill the day cache in the background, so that
+    the first visitor after a start does not pay for reading a month of jobs."""
 
     def warm() -> None:
         started = time.monotonic()
+        recorder.maybe_record(clock.now())
         try:
             backends = rollups.warm(store, clock.now(), metrics.MAX_DAYS)
         except Exception:  # a loop boundary: a store closing under us must not crash anything
@@ -207,14 +216,19 @@ def _never(page: dict[str, Any]) -> str | None:
 
 
 class _Pages:
-    def __init__(self, store: Store, clock: Clock, refresh_seconds: int) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, refresh_seconds: int, recorder: LevelRecorder
+    ) -> None:
         self.store = store
         self.clock = clock
         self.refresh_seconds = refresh_seconds
+        self.recorder = recorder
 
     def _page(self, build: Builder, not_found: Callable[[dict[str, Any]], str | None]) -> Any:
+        now = self.clock.now()
+        self.recorder.maybe_record(now)
         with self.store.transaction(write=False) as tx:
-            page = build(tx, self.clock.now())
+            page = build(tx, now)
         missing = not_found(page)
         if missing:
             raise HTTPException(404, missing)

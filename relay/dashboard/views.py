@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from relay.dashboard import queries, readiness
+from relay.dashboard.levels import UNLISTED
 from relay.dashboard.presentation import LEVEL_ORDER, job_state, look, selection_digest
 from relay.dashboard.rollup import Rollups, merge, pass_rate_of
 from relay.dashboard.safeurl import allowed_link
@@ -24,10 +25,14 @@ LevelInfo = tuple[str, float | None]
 
 
 def levels_for(tx: Tx, repos: Sequence[str]) -> dict[str, LevelInfo]:
-    """Each repository's current level: its allowlist history, else its newest dispatch."""
-    levels: dict[str, LevelInfo] = dict(queries.current_levels(tx))
+    """Each repository's current level: its allowlist history, else its newest dispatch
+    (a repository that left the allowlist keeps no level)."""
+    recorded = queries.current_levels(tx)
+    levels: dict[str, LevelInfo] = {
+        repo: info for repo, info in recorded.items() if info[0] != UNLISTED
+    }
     for repo in repos:
-        if repo not in levels:
+        if repo not in recorded:
             level = queries.dispatched_level(tx, repo)
             if level is not None:
                 levels[repo] = (level, None)

@@ -148,6 +148,8 @@ def test_readiness_reports_each_criterion_with_its_value(seeded_relay: SeededRel
     by_repo = {b["repo"]: b for b in page["backends"]}
     l2 = {c["key"]: c for c in by_repo[L2_REPO]["criteria"]}
     assert l2["pass_rate"]["value"] == "66.7 %" and not l2["pass_rate"]["met"]
+    # The level history was recorded from the allowlist when the relay started.
+    assert l2["time_at_l2"]["value"] == "0 d at L2" and not l2["time_at_l2"]["met"]
     assert l2["timeout_rate"]["raw"] == 1 / 3 and not l2["timeout_rate"]["met"]
     assert by_repo[L1_REPO]["criteria"][0]["met"] is False
     assert [b["repo"] for b in page["backends"]] == [L4_REPO, L2_REPO, L1_REPO]

@@ -111,5 +111,5 @@ def build_document(
         ],
         "matrix": matrix,
         "selected": selected,
-        "dropped": [asdict(d) for d in state.dropped],
+        "dropped": [{"id": d.node_id, "stage": d.stage, "reason": d.reason} for d in state.dropped],
     }

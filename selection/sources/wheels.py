@@ -32,6 +32,11 @@ def wanted_member(name: str) -> bool:
     return name.startswith("torchgen/packaged/ATen/native/") and name.endswith(".yaml")
 
 
+def cached_wheel(version: str, cache: Path) -> Path | None:
+    """The cached wheel of torch==version if its entry is complete and intact, else None."""
+    return _valid_entry(cache / "wheels" / f"torch-{version}")
+
+
 def _valid_entry(directory: Path) -> Path | None:
     marker = directory / MARKER
     if not marker.is_file():

@@ -1,0 +1,216 @@
+"""The LLM triage agent against a fake OpenAI-compatible server over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from selection.agents.llm import LLMAgent, LLMConfig
+from selection.model import Cause
+from selection.state import Group
+from spyre_ci.cli import cli
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+
+
+def groups(n: int = 3) -> list[Group]:
+    return [
+        Group(f"g{i}", Cause("triage", "entry", f"OpInfo 'op{i}' modified"), [f"t::C::test_{i}"])
+        for i in range(n)
+    ]
+
+
+def agent(fake: FakeOpenAI, tmp_path: Path, **overrides: Any) -> LLMAgent:
+    settings: dict[str, Any] = {"timeout": 5.0, "cache_dir": tmp_path / "llm", **overrides}
+    config = LLMConfig(url=fake.url, model=fake.model, **settings)
+    return LLMAgent(config)
+
+
+def test_decisions_are_validated_batched_and_cached(tmp_path: Path) -> None:
+    def decide(payload: list[dict[str, Any]]) -> str:
+        return json.dumps(
+            {
+                "decisions": [
+                    {
+                        "group_id": g["group_id"],
+                        "decision": "not_needed" if g["group_id"] == "g1" else "run",
+                        "rationale": "only touches CUDA graphs"
+                        if g["group_id"] == "g1"
+                        else "numerics changed",
+                        "confidence": 0.7,
+                        "priority": 0.6,
+                    }
+                    for g in payload
+                ]
+            }
+        )
+
+    with FakeOpenAI(decide=decide, api_key="k") as fake:
+        first = agent(fake, tmp_path, batch_size=2, api_key="k")
+        verdicts = first.decide(groups(3))
+        assert [len(json.loads(r["messages"][1]["content"])["groups"]) for r in fake.requests] == [
+            2,
+            1,
+        ]
+        assert (
+            verdicts["g1"].decision == "not_needed"
+            and verdicts["g1"].rationale == "only touches CUDA graphs"
+        )
+        assert verdicts["g0"].decision == "run" and verdicts["g0"].agent == "llm"
+        assert first.tokens_used == 240
+        again = agent(fake, tmp_path, batch_size=2, api_key="k")
+        assert again.decide(groups(3))["g1"].decision == "not_needed"
+        assert (len(fake.requests), again.cache_hits, again.requests_sent) == (2, 2, 0)
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("500", "answered HTTP 500"),
+        ("not-json", "malformed agent answer"),
+        ("no-choices", "not an OpenAI chat completion"),
+        ("sleep", "timed out after 0.5 s"),
+    ],
+)
+def test_any_failure_falls_back_to_run_with_the_reason(
+    tmp_path: Path, fault: str, reason: str
+) -> None:
+    with FakeOpenAI(fault=fault, sleep_seconds=1.5) as fake:
+        verdicts = agent(fake, tmp_path, timeout=0.5).decide(groups(2))
+    assert {v.decision for v in verdicts.values()} == {"run"}
+    assert all(reason in v.fallback_reason for v in verdicts.values())
+
+
+def test_unknown_model_and_wrong_key_fall_back(tmp_path: Path) -> None:
+    with FakeOpenAI(api_key="secret") as fake:
+        no_key = agent(fake, tmp_path).decide(groups(1))["g0"]
+        wrong_model = LLMAgent(
+            LLMConfig(url=fake.url, model="other", api_key="secret", timeout=5)
+        ).decide(groups(1))["g0"]
+    assert "HTTP 401" in no_key.fallback_reason
+    assert "HTTP 404" in wrong_model.fallback_reason and "not found" in wrong_model.fallback_reason
+
+
+def test_invalid_field_values_and_missing_groups_fall_back(tmp_path: Path) -> None:
+    def partial(payload: list[dict[str, Any]]) -> str:
+        return json.dumps(
+            {
+                "decisions": [
+                    {"group_id": "g0", "decision": "run", "rationale": "x", "confidence": 0.5},
+                    {"group_id": "zz", "decision": "run", "rationale": "x", "confidence": 0.5},
+                ]
+            }
+        )
+
+    with FakeOpenAI(decide=partial) as fake:
+        a = agent(fake, tmp_path)
+        verdicts = a.decide(groups(2))
+    assert verdicts["g0"].fallback_reason == ""
+    assert verdicts["g1"].fallback_reason == "the agent gave no answer for this group"
+    assert any("unknown group 'zz'" in n for n in a.notes)
+
+    def out_of_range(payload: list[dict[str, Any]]) -> str:
+        return json.dumps(
+            {
+                "decisions": [
+                    {"group_id": "g0", "decision": "maybe", "rationale": "x", "confidence": 3}
+                ]
+            }
+        )
+
+    with FakeOpenAI(decide=out_of_range) as fake:
+        verdict = agent(fake, tmp_path / "other").decide(groups(1))["g0"]
+    assert verdict.decision == "run" and "decisions.0.decision" in verdict.fallback_reason
+
+
+def test_token_budget_stops_requests(tmp_path: Path) -> None:
+    with FakeOpenAI() as fake:
+        a = agent(fake, tmp_path, token_budget=10)
+        verdicts = a.decide(groups(2))
+        assert fake.requests == []
+    assert all("token budget of 10 exhausted" in v.fallback_reason for v in verdicts.values())
+
+
+def test_cli_llm_agent_drops_with_reason_in_selection_json(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(
+        f"{INTERNAL}/common_methods_invocations.py",
+        "torch.ones(4, device=device",
+        "torch.ones(6, device=device",
+    )
+
+    def not_needed(payload: list[dict[str, Any]]) -> str:
+        return json.dumps(
+            {
+                "decisions": [
+                    {
+                        "group_id": g["group_id"],
+                        "decision": "not_needed",
+                        "rationale": "sample size only",
+                        "confidence": 0.55,
+                    }
+                    for g in payload
+                ]
+            }
+        )
+
+    with FakeOpenAI(decide=not_needed) as fake:
+        result = CliRunner().invoke(
+            cli,
+            [
+                "select",
+                "--quiet",
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--pytorch-repo",
+                str(upstream.path),
+                "--from",
+                upstream.base,
+                "--to",
+                head,
+                "--manifest",
+                str(manifest),
+                "--out",
+                str(tmp_path / "o"),
+                "--agent",
+                "llm",
+                "--llm-url",
+                fake.url,
+                "--model",
+                fake.model,
+            ],
+        )
+    assert result.exit_code == 4, result.stderr
+    doc = json.loads((tmp_path / "o" / "selection.json").read_text())
+    assert doc["agent"]["name"] == "llm" and doc["selected"] == []
+    agent_drops = [d for d in doc["dropped"] if d["stage"] == "triage"]
+    assert sorted(d["id"].rsplit("::", 1)[1] for d in agent_drops) == [
+        "test_out_mul_spyre_float16",
+        "test_out_mul_spyre_float32",
+    ]
+    assert {d["reason"] for d in agent_drops} == {"llm: sample size only"}
+    assert doc["groups"][0]["decision"] == "not_needed"
+
+
+def test_llm_agent_needs_url_and_model(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "select",
+            "--from",
+            "2.13",
+            "--to",
+            "2.14",
+            "--agent",
+            "llm",
+            "--cache-dir",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "--agent llm needs --llm-url URL and --model NAME" in result.stderr

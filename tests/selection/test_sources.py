@@ -1,0 +1,122 @@
+"""Release sources: version resolution, the wheel cache and the local git mirror (no download)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import git
+import pytest
+
+from selection.errors import BadInput
+from selection.sources.mirror import Mirror
+from selection.sources.versions import choose_release, parse_index_output
+from selection.sources.wheels import cached_wheel
+
+# `pip index versions torch` as this machine's package indexes answered it.
+PIP_INDEX_OUTPUT = """torch (2.15.0)
+Available versions: 2.15.0, 2.14.1, 2.14.0, 2.13.0+cpu, 2.13.0, 2.12.1, 2.12.0, 2.11.0, 2.10.0, 2.9.1, 2.9.0
+  INSTALLED: 2.13.0+cpu
+  LATEST:    2.15.0
+"""
+
+
+def test_a_release_line_means_its_newest_patch() -> None:
+    available = parse_index_output(PIP_INDEX_OUTPUT)
+    assert choose_release("2.13", available) == "2.13.0"
+    assert choose_release("2.14", available) == "2.14.1"
+    assert choose_release("2.14.0", available) == "2.14.0"
+    assert choose_release("v2.12", available) == "2.12.1"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("2.99", "unknown torch version '2.99'"),
+        ("2.13.7", "unknown torch version"),
+        ("latest", "not a release version"),
+    ],
+)
+def test_unknown_versions_are_named(spec: str, message: str) -> None:
+    with pytest.raises(BadInput, match=message) as info:
+        choose_release(spec, parse_index_output(PIP_INDEX_OUTPUT))
+    if "unknown" in message:
+        assert "2.15" in str(info.value)  # says what the index does offer
+
+
+def _wheel(cache: Path, version: str, body: str = "") -> Path:
+    directory = cache / "wheels" / f"torch-{version}"
+    directory.mkdir(parents=True)
+    wheel = directory / f"torch-{version}-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "torch/version.py",
+            f"__version__ = '{version}+cpu'\ngit_version = 'cf30153c4c131c8164ee7798e5022d810682e2cb'\n",
+        )
+        archive.writestr("torch/testing/_internal/common_dtype.py", f"X = 1\n{body}")
+        archive.writestr(
+            "torchgen/packaged/ATen/native/native_functions.yaml",
+            "- func: abs(Tensor self) -> Tensor\n",
+        )
+        archive.writestr("torch/lib/libtorch_cpu.so", b"\x7fELF" + b"\0" * 64)
+        archive.writestr("torch-9.1.0.dist-info/RECORD", "")
+    (directory / "complete.json").write_text(
+        json.dumps({"file": wheel.name, "size": wheel.stat().st_size})
+    )
+    return wheel
+
+
+def test_a_cached_release_is_mirrored_as_one_reproducible_commit(tmp_path: Path) -> None:
+    for cache in (tmp_path / "a", tmp_path / "b"):
+        _wheel(cache, "9.1.0")
+    revision = Mirror(tmp_path / "a").ensure("9.1.0")
+    assert (revision.version, revision.upstream_sha) == (
+        "9.1.0+cpu",
+        "cf30153c4c131c8164ee7798e5022d810682e2cb",
+    )
+    files = sorted(
+        i.path
+        for i in git.Repo(tmp_path / "a" / "mirror").commit(revision.sha).tree.traverse()
+        if i.type == "blob"
+    )  # type: ignore[union-attr]
+    assert files == [
+        "torch/testing/_internal/common_dtype.py",
+        "torch/version.py",
+        "torchgen/packaged/ATen/native/native_functions.yaml",
+    ]
+    assert Mirror(tmp_path / "b").ensure("9.1.0").sha == revision.sha
+    assert Mirror(tmp_path / "a").release("9.1.0") == revision
+
+
+def test_a_second_release_diffs_against_the_first(tmp_path: Path) -> None:
+    _wheel(tmp_path, "9.1.0")
+    _wheel(tmp_path, "9.2.0", body="def f():\n    return 2\n")
+    mirror = Mirror(tmp_path)
+    old, new = mirror.ensure("9.1.0"), mirror.ensure("9.2.0")
+    changed = mirror.repo.git.diff("--name-only", old.sha, new.sha).split()
+    assert changed == ["torch/testing/_internal/common_dtype.py", "torch/version.py"]
+
+
+def test_a_corrupt_mirror_is_set_aside_and_rebuilt(tmp_path: Path) -> None:
+    _wheel(tmp_path, "9.1.0")
+    first = Mirror(tmp_path).ensure("9.1.0")
+    (tmp_path / "mirror" / "HEAD").unlink()
+    rebuilt = Mirror(tmp_path).ensure("9.1.0")
+    assert rebuilt.sha == first.sha
+    assert len(list(tmp_path.glob("mirror.corrupt-*"))) == 1
+
+
+def test_partial_or_truncated_wheels_are_not_used(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path, "9.1.0")
+    assert cached_wheel("9.1.0", tmp_path) == wheel
+    data = wheel.read_bytes()
+    wheel.write_bytes(data[: len(data) // 2])
+    assert cached_wheel("9.1.0", tmp_path) is None  # size no longer matches
+    (wheel.parent / "complete.json").write_text(
+        json.dumps({"file": wheel.name, "size": wheel.stat().st_size})
+    )
+    assert cached_wheel("9.1.0", tmp_path) is None  # not a readable zip
+    (wheel.parent / "complete.json").unlink()
+    wheel.write_bytes(data)
+    assert cached_wheel("9.1.0", tmp_path) is None  # no marker: the download never finished

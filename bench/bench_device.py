@@ -6,7 +6,11 @@
 3. The full OpInfo comparison sweep (every sample of every OpInfo x float16/bfloat16/float32),
    with counts by outcome and by listed category.
 
-Usage: python bench/bench_device.py [--stability-runs N] [--no-sweep] [--only overhead]
+Also: the OpInfo workload (first 2 samples of every pair) on spyre against CPU (target: an
+OpInfo test file in <= 2.5x its CPU time).
+
+Usage: python bench/bench_device.py [--stability-runs N] [--no-sweep]
+       [--only overhead|opinfo-time|stability|sweep]
 """
 
 from __future__ import annotations
@@ -117,6 +121,44 @@ def stability(runs: int) -> bool:
     return failures == 0
 
 
+def opinfo_time(samples_per_pair: int = 2) -> bool:
+    """The OpInfo workload (first samples of every pair) run on spyre vs on CPU, inputs already
+    on the device: the per-test cost an OpInfo test file pays (target <= 2.5x CPU)."""
+    import warnings
+
+    from torch_spyre_ref.capabilities import capabilities
+    from torch_spyre_ref.opinfo_compare import dtype_name, sweep_pairs
+
+    caps = capabilities()
+    totals = {"cpu": 0.0, "spyre": 0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for op, dtype in sweep_pairs():
+            if caps.opinfo_exception(op.name, op.variant_test_name or "", dtype_name(dtype)):
+                continue
+            samples = []
+            for i, sample in enumerate(op.sample_inputs("cpu", dtype)):
+                if i >= samples_per_pair:
+                    break
+                samples.append(sample)
+            for device in ("cpu", "spyre"):
+                moved = [
+                    s.transform(lambda t, d=device: t.to(d) if isinstance(t, torch.Tensor) else t)
+                    for s in samples
+                ]
+                start = time.process_time()
+                for s in moved:
+                    torch.manual_seed(0)
+                    op(s.input, *s.args, **s.kwargs)
+                totals[device] += time.process_time() - start
+    ratio = totals["spyre"] / totals["cpu"]
+    print(
+        f"\nOpInfo workload ({samples_per_pair} samples per pair): cpu {totals['cpu']:.1f} s, "
+        f"spyre {totals['spyre']:.1f} s CPU time: x{ratio:.2f} (target <= 2.5)"
+    )
+    return ratio <= 2.5
+
+
 def sweep() -> bool:
     from torch_spyre_ref.capabilities import capabilities
     from torch_spyre_ref.opinfo_compare import Status, compare_pair, dtype_name, sweep_pairs
@@ -150,11 +192,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stability-runs", type=int, default=100)
     parser.add_argument("--no-sweep", action="store_true")
-    parser.add_argument("--only", choices=["overhead", "stability", "sweep"])
+    parser.add_argument("--only", choices=["overhead", "opinfo-time", "stability", "sweep"])
     args = parser.parse_args(argv)
     ok = True
     if args.only in (None, "overhead"):
         ok = overhead() and ok
+    if args.only in (None, "opinfo-time"):
+        ok = opinfo_time() and ok
     if args.only in (None, "stability") and args.stability_runs > 0:
         ok = stability(args.stability_runs) and ok
     if args.only == "sweep" or (args.only is None and not args.no_sweep):

@@ -67,7 +67,7 @@ def allocate(
     size: Sequence[int], stride: Sequence[int], dtype: torch.dtype, contiguous: bool = False
 ) -> torch.Tensor:
     """A new, zero-filled spyre tensor with the given geometry in a stick-padded allocation
-    (``contiguous``: the caller guarantees dense row-major strides, a faster size computation)."""
+    (``contiguous``: dense row-major strides, ``stride`` is then ignored; a faster path)."""
     itemsize = dtype.itemsize
     if contiguous:
         needed = itemsize
@@ -75,13 +75,21 @@ def allocate(
             needed *= s
     else:
         needed = storage_bytes(size, stride, itemsize)
-    accounted = padded_allocation_bytes(size, itemsize, needed) if needed else 0
-    buffer = _DeviceBuffer(accounted + STICK_BYTES)
-    if accounted:
-        buffer.accounted = accounted
-        STATS.add(accounted)
-    base = torch.frombuffer(buffer, dtype=torch.uint8)
-    shift = -base.data_ptr() % STICK_BYTES  # align the first element on a stick boundary
-    elements = (len(buffer) - shift) // itemsize
-    flat = base[shift : shift + elements * itemsize].view(dtype)
+    if needed == 0:  # nothing to hold: an empty tensor, no device memory
+        if contiguous:
+            return adopt_as_spyre(torch.empty(tuple(size), dtype=dtype))
+        return adopt_as_spyre(torch.empty_strided(tuple(size), tuple(stride), dtype=dtype))
+    accounted = padded_allocation_bytes(size, itemsize, needed)
+    buffer = _DeviceBuffer(accounted + STICK_BYTES)  # slack for the alignment shift
+    buffer.accounted = accounted
+    STATS.add(accounted)
+    shift = -_address(buffer) % STICK_BYTES  # align the first element on a stick boundary
+    if contiguous:
+        dense = torch.frombuffer(buffer, dtype=dtype, count=needed // itemsize, offset=shift)
+        return adopt_as_spyre(dense.view(size))
+    flat = torch.frombuffer(buffer, dtype=dtype, count=accounted // itemsize, offset=shift)
     return adopt_as_spyre(flat.as_strided(tuple(size), tuple(stride)))
+
+
+def _address(buffer: bytearray) -> int:
+    return torch.frombuffer(buffer, dtype=torch.uint8, count=1).data_ptr()

@@ -16,8 +16,11 @@ from torch_spyre_ref._fallback import CPU_KEYSET, _contiguous_strides, _plan, ru
 aten = torch.ops.aten
 
 
+_DENSE_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
+
+
 def _strides_for(size: Sequence[int], memory_format: torch.memory_format | None) -> tuple[int, ...]:
-    if memory_format in (None, torch.contiguous_format, torch.preserve_format):
+    if memory_format in _DENSE_FORMATS:
         return _contiguous_strides(torch.Size(size))
     return torch.empty(size, device="meta", memory_format=memory_format).stride()
 
@@ -33,8 +36,9 @@ def empty_memory_format(
     dtype = dtype or torch.get_default_dtype()
     if _mode.STATE.strict:
         _strict.check_allocation("aten::empty.memory_format", dtype)
-    contiguous = memory_format in (None, torch.contiguous_format, torch.preserve_format)
-    return allocate(size, _strides_for(size, memory_format), dtype, contiguous)
+    if memory_format in _DENSE_FORMATS:
+        return allocate(size, (), dtype, contiguous=True)  # strides unused on the dense path
+    return allocate(size, _strides_for(size, memory_format), dtype)
 
 
 def empty_strided(
@@ -48,7 +52,7 @@ def empty_strided(
     dtype = dtype or torch.get_default_dtype()
     if _mode.STATE.strict:
         _strict.check_allocation("aten::empty_strided", dtype)
-    return allocate(size, stride, dtype)
+    return allocate(size, stride, dtype, contiguous=tuple(stride) == _contiguous_strides(size))
 
 
 def resize_(

@@ -5,7 +5,9 @@ a loopback port, on SQLite (WAL, synchronous=FULL) and on PostgreSQL (Debian's
 server, started here), with an allowlist of 3 targets (each webhook = 1 delivery
 row + 3 outbox jobs in one transaction). The load generator (asyncio + httpx, on
 the same 2-core machine) sends GitHub's real `pull_request.synchronize` payload
-(28 KB), each with its own delivery id and HMAC signature, computed beforehand:
+(28 KB), each with its own delivery id and HMAC signature, computed beforehand.
+Both databases run durable (SQLite synchronous=FULL, PostgreSQL fsync and
+synchronous_commit on, as configured by Debian):
 
 - open loop at a fixed rate (default 500/s for 10 s): p50/p99 latency, from the
   moment each request was due (so a server that falls behind is charged for it);
@@ -184,7 +186,7 @@ def main() -> int:
         if bindir is None:
             print("postgres   skipped: PostgreSQL is not installed (make sysdeps)")
             return 0
-        server = PostgresServer(bindir).start()
+        server = PostgresServer(bindir, durable=True).start()
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 run("postgres", server.new_database(), Path(tmp), args.rate, args.seconds)

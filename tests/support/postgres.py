@@ -41,8 +41,10 @@ def postgres_bin() -> Path | None:
 
 
 class PostgresServer:
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, *, durable: bool = False) -> None:
+        """`durable=False` (tests) turns fsync off; benchmarks keep PostgreSQL's defaults."""
         self.bindir = bindir
+        self.durable = durable
         self.root = Path(tempfile.mkdtemp(prefix="spyre-pg-"))
         self.datadir = self.root / "data"
         self.port = free_port()
@@ -74,9 +76,10 @@ class PostgresServer:
             "--no-sync",
         )
         options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=200"
         )
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(
             str(self.bindir / "pg_ctl"),
             "-D",

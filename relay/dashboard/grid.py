@@ -43,6 +43,8 @@ def backend_page(
             "at": e["at"],
             "change_url": change_url(e["event_type"], e["pr_number"], e["head_sha"])
             or f"/crcr/deliveries/{quote(e['delivery_id'], safe='')}",
+            "details_url": f"/crcr/deliveries/{quote(e['delivery_id'], safe='')}"
+            f"?repo={quote(repo, safe='')}",
             "cells": [by_cell.get((e["delivery_id"], c)) for c in columns],
         }
         for e in events

@@ -71,8 +71,11 @@ def test_click_through_overview_backend_change_report(
     assert rows.nth(2).locator("th").inner_text().startswith(f"PR #{PR_NUMBER}")
     assert rows.nth(2).locator(".chip.state-failure").count() == 1
     # The evil URL of test (2/2) is not a link; the repository's own run URLs are.
-    hrefs = grid.locator("a.cell-link").evaluate_all("els => els.map(e => e.href)")
-    assert hrefs and all(h.startswith(f"https://github.com/{L4_REPO}/") for h in hrefs)
+    hrefs = grid.locator("a.run-link").evaluate_all("els => els.map(e => e.href)")
+    assert len(hrefs) == 5  # 6 jobs reported, one with a foreign URL
+    assert all(h.startswith(f"https://github.com/{L4_REPO}/actions/runs/") for h in hrefs)
+    details = grid.locator("a.cell-link").evaluate_all("els => els.map(e => e.href)")
+    assert len(details) == 6 and all("/crcr/deliveries/" in h for h in details)
     _no_injected_script_ran(tab)
     _shot(tab, artifacts, "02-backend")
 
@@ -82,6 +85,16 @@ def test_click_through_overview_backend_change_report(
     tab.wait_for_url("**conclusion=failure**")
     assert tab.locator("table.grid tbody tr").count() == 1
     _shot(tab, artifacts, "03-backend-failures")
+
+    # A cell leads to that job's details: this delivery, this backend only.
+    tab.locator("table.grid a.cell-link:has(.state-failure)").click()
+    tab.wait_for_url("**/crcr/deliveries/**")
+    details = tab.locator("section.backend")
+    assert details.locator("h2 a").all_inner_texts() == [L4_REPO]
+    failing = details.locator("tr", has_text="test (2/2)")
+    assert "failure" in failing.inner_text() and "10 ✗" in failing.inner_text()
+    _shot(tab, artifacts, "04a-job-details")
+    tab.go_back()
 
     tab.locator("table.grid tbody tr th a").first.click()
     tab.wait_for_url(f"**/crcr/pr/{PR_NUMBER}")
@@ -100,7 +113,7 @@ def test_click_through_overview_backend_change_report(
     assert tab.locator('a[href*="evil.example"]').count() == 0
     assert "L1 is dispatch only" in sections.nth(2).inner_text()
     _no_injected_script_ran(tab)
-    _shot(tab, artifacts, "04-pr")
+    _shot(tab, artifacts, "04b-pr")
 
     assert tab.errors == []
     with tab.expect_response(lambda r: "/selection/" in r.url) as answer:

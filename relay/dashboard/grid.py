@@ -41,7 +41,7 @@ def backend_page(
             "pr_number": e["pr_number"],
             "head_sha": e["head_sha"],
             "at": e["at"],
-            "change_url": change_url(e["event_type"], e["pr_number"], e["head_sha"])
+            "change_url": change_url(e["pr_number"], e["head_sha"])
             or f"/crcr/deliveries/{quote(e['delivery_id'], safe='')}",
             "details_url": f"/crcr/deliveries/{quote(e['delivery_id'], safe='')}"
             f"?repo={quote(repo, safe='')}",

@@ -40,7 +40,7 @@ def levels_for(tx: Tx, repos: Sequence[str]) -> dict[str, LevelInfo]:
 
 
 def overview(tx: Tx, now: float, rollups: Rollups) -> dict[str, Any]:
-    repos = _repos(tx)
+    repos = queries.backend_repos(tx)
     levels = levels_for(tx, repos)
     backends = [backend_summary(tx, repo, levels.get(repo), now, rollups) for repo in repos]
     grouped = []
@@ -49,10 +49,6 @@ def overview(tx: Tx, now: float, rollups: Rollups) -> dict[str, Any]:
         if members:
             grouped.append({"level": level or "unlisted", "backends": members})
     return {"now": now, "levels": grouped, "health": queries.relay_health(tx)}
-
-
-def _repos(tx: Tx) -> list[str]:
-    return queries.backend_repos(tx)
 
 
 def backend_summary(
@@ -82,7 +78,7 @@ def _last(row: Row | None) -> dict[str, Any] | None:
         "event_type": row["event_type"],
         "pr_number": row["pr_number"],
         "head_sha": row["head_sha"],
-        "change_url": change_url(row["event_type"], row["pr_number"], row["head_sha"]),
+        "change_url": change_url(row["pr_number"], row["head_sha"]),
     }
 
 
@@ -97,7 +93,7 @@ def readiness_for(
 
 
 def readiness_table(tx: Tx, now: float, rollups: Rollups) -> dict[str, Any]:
-    repos = _repos(tx)
+    repos = queries.backend_repos(tx)
     levels = levels_for(tx, repos)
     rows = [
         {
@@ -166,7 +162,7 @@ def _attempt_order(row: Row) -> tuple[float, int]:
     return (float(row["updated_at"] or 0), int(row["run_attempt"] or 0))
 
 
-def change_url(event_type: str | None, pr_number: int | None, head_sha: str | None) -> str | None:
+def change_url(pr_number: int | None, head_sha: str | None) -> str | None:
     if pr_number:
         return f"/crcr/pr/{int(pr_number)}"
     if head_sha:

@@ -92,6 +92,16 @@ def claim(
 ) -> list[Job]:
     """Lease up to `limit` ready jobs of the given kinds to `owner`, oldest first."""
     marks = ", ".join("?" for _ in kinds)
+    # An idle worker polls often: look first in a read-only transaction, so that
+    # polling never takes the write lock that webhook ingest needs.
+    with store.transaction(write=False) as tx:
+        ready = tx.fetchone(
+            f"SELECT job_id FROM outbox WHERE state = 'pending' AND kind IN ({marks})"
+            " AND next_attempt_at <= ? LIMIT 1",
+            (*kinds, now),
+        )
+    if ready is None:
+        return []
     with store.transaction() as tx:
         ids = tx.fetchall(
             f"SELECT job_id FROM outbox WHERE state = 'pending' AND kind IN ({marks})"

@@ -18,7 +18,7 @@ from relay.logs import JsonFormatter
 from relay.outbox import enqueue, list_dead_letters
 from tests.relay.conftest import dispatching_config, make_config
 from tests.support.fake_github import FakeGitHub, Fault
-from tests.support.postgres import PostgresServer, postgres_bin
+from tests.support.postgres import PostgresServer
 from tests.support.relay_server import TEST_SECRET, InProcessRelay, fixture_body, post_webhook
 
 # --- configuration -------------------------------------------------------------
@@ -104,9 +104,10 @@ def test_cli_reports_configuration_errors_and_exits_non_zero(tmp_path: Path) -> 
 
 
 @pytest.mark.postgres
-@pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (make sysdeps)")
-def test_healthz_and_webhooks_answer_503_while_the_database_is_down(allowlist: object) -> None:
-    server = PostgresServer(postgres_bin()).start()  # type: ignore[arg-type]
+def test_healthz_and_webhooks_answer_503_while_the_database_is_down(
+    allowlist: object, postgres_server: PostgresServer
+) -> None:
+    server = PostgresServer(postgres_server.bindir).start()  # our own, to stop it
     try:
         with InProcessRelay(
             make_config(server.new_database(), store_timeout_seconds=1), allowlist=allowlist

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -159,6 +160,8 @@ def run(name: str, store_url: str, workdir: Path, rate: float, seconds: float) -
         asyncio.run(open_loop(server.url, 100, 1.0))  # warm-up
         fixed = asyncio.run(open_loop(server.url, rate, seconds))
         peak = asyncio.run(closed_loop(server.url, 32, 5.0))
+    load = os.getloadavg()[0]
+    print(f"{name:<10} 1-min load average {load:.1f} on {os.cpu_count()} cores", flush=True)
     print(
         f"{name:<10} open loop {rate:.0f}/s x {seconds:.0f} s: achieved {fixed['achieved_rate']:.0f}/s,"
         f" p50 {fixed['p50_ms']:.1f} ms, p99 {fixed['p99_ms']:.1f} ms, max {fixed['max_ms']:.1f} ms,"

@@ -35,8 +35,12 @@ def key_params(key: JobKey) -> tuple[Any, ...]:
 
 
 def load_dispatch(tx: Tx, delivery_id: str, repo: str, *, lock: bool = False) -> Dispatch | None:
-    """The DISPATCHED record; ``lock`` holds it (PostgreSQL) against a concurrent label backfill."""
-    suffix = " FOR UPDATE" if lock and tx.dialect == "postgres" else ""
+    """The DISPATCHED record; ``lock`` holds it (PostgreSQL) against a concurrent label backfill.
+
+    A shared lock: the callbacks of a matrix (same dispatch) do not wait for each
+    other, while the label backfill's UPDATE waits for them and they for it.
+    """
+    suffix = " FOR SHARE" if lock and tx.dialect == "postgres" else ""
     row = tx.fetchone(
         f"SELECT * FROM dispatches WHERE delivery_id = ? AND LOWER(repo) = LOWER(?){suffix}",
         (delivery_id, repo),
@@ -67,8 +71,10 @@ def recording_dispatch(tx: Tx, delivery_id: str, repo: str) -> bool:
     return row is not None
 
 
-def load_job(tx: Tx, key: JobKey) -> tuple[JobState, Row] | None:
-    row = tx.fetchone(f"SELECT * FROM job_runs WHERE {_KEY_WHERE}", key_params(key))
+def load_job(tx: Tx, key: JobKey, *, lock: bool = False) -> tuple[JobState, Row] | None:
+    """The job's state; ``lock`` holds its row (PostgreSQL) until the transaction ends."""
+    suffix = " FOR UPDATE" if lock and tx.dialect == "postgres" else ""
+    row = tx.fetchone(f"SELECT * FROM job_runs WHERE {_KEY_WHERE}{suffix}", key_params(key))
     if row is None:
         return None
     return state_of(row), row
@@ -97,8 +103,14 @@ def save_job(
     body: CallbackBody,
     facts: JobFacts,
     now: float,
-) -> None:
-    """Insert or update the job's row with the state and the reported result."""
+    *,
+    first: bool = False,
+) -> bool:
+    """Insert or update the job's row with the state and the reported result.
+
+    ``first``: the job had no row when we looked; insert only, and return False if a
+    concurrent callback inserted it meanwhile (the caller then decides again).
+    """
     w = body.workflow
     tests = w.test_results
     columns: dict[str, Any] = {
@@ -130,7 +142,7 @@ def save_job(
         "callback_token_id": facts.callback_token_id,
         "identity": facts.identity,
     }
-    _upsert(tx, key, columns)
+    return _upsert(tx, key, columns, first)
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,7 @@ class JobFacts:
     identity: str
 
 
-def _upsert(tx: Tx, key: JobKey, columns: dict[str, Any]) -> None:
+def _upsert(tx: Tx, key: JobKey, columns: dict[str, Any], insert_only: bool) -> bool:
     keep_selection = columns["selection_id"] is None
     if keep_selection:
         del columns["selection_id"]  # an earlier step's report stays linked
@@ -152,12 +164,13 @@ def _upsert(tx: Tx, key: JobKey, columns: dict[str, Any]) -> None:
     all_names = ["delivery_id", "repo", "run_id", "run_attempt", "job_name", *names]
     marks = ", ".join("?" for _ in all_names)
     updates = ", ".join(f"{n} = excluded.{n}" for n in names)
-    tx.execute(
+    on_conflict = "DO NOTHING" if insert_only else f"DO UPDATE SET {updates}"
+    changed = tx.execute(
         f"INSERT INTO job_runs ({', '.join(all_names)}) VALUES ({marks})"
-        " ON CONFLICT (delivery_id, repo, run_id, run_attempt, job_name)"
-        f" DO UPDATE SET {updates}",
+        f" ON CONFLICT (delivery_id, repo, run_id, run_attempt, job_name) {on_conflict}",
         (*key_params(key), *columns.values()),
     )
+    return changed == 1
 
 
 def mark_swept(tx: Tx, key: JobKey, state: JobState, now: float) -> bool:

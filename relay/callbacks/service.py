@@ -8,6 +8,7 @@ report and its effects (HUD, check run, commit status) in one transaction -> ans
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from contextlib import AbstractContextManager, nullcontext
@@ -149,23 +150,31 @@ class CallbackService:
                 raise _no_dispatch(tx, body.delivery_id, identity.repository)
             key = JobKey(key.delivery_id, dispatch.repo, key.run_id, key.run_attempt, key.job_name)
             token_id = self._check_token(body, dispatch, now)
-            loaded = load_job(tx, key)
-            current = loaded[0] if loaded else None
             report = Report(w.status, w.conclusion, w.check_run_id, body.digest())
-            outcome = advance(current, report, dispatch.dispatched_at, now)
-            if isinstance(outcome, Rejected):
-                raise _refuse(outcome.http_status, outcome.reason)
-            if not isinstance(outcome, Accepted):
-                assert current is not None
-                return Answer(200, _answer(current, outcome.status))
             facts = JobFacts(
                 pr_number=dispatch.pr_number,
                 head_sha=dispatch.head_sha,
-                selection_id=self._save_selection(tx, body, key, now),
+                selection_id=None,
                 callback_token_id=token_id,
                 identity=_identity_text(identity),
             )
-            save_job(tx, key, outcome.state, body, facts, now)
+            # Twice at most: a concurrent first callback of the same job may insert its
+            # row between our read and our insert; then we decide again on that row.
+            for _ in range(2):
+                loaded = load_job(tx, key, lock=True)
+                current = loaded[0] if loaded else None
+                outcome = advance(current, report, dispatch.dispatched_at, now)
+                if isinstance(outcome, Rejected):
+                    raise _refuse(outcome.http_status, outcome.reason)
+                if not isinstance(outcome, Accepted):
+                    assert current is not None
+                    return Answer(200, _answer(current, outcome.status))
+                selection_id = self._save_selection(tx, body, key, now)
+                facts = dataclasses.replace(facts, selection_id=selection_id)
+                if save_job(tx, key, outcome.state, body, facts, now, first=current is None):
+                    break
+            else:
+                raise _refuse(409, "conflict: concurrent callbacks for this job; retry")
             enqueue_effects(tx, self.state, self.settings, key, level, device, dispatch.labels, now)
         log.info(
             "callback accepted: %s %s %s",

@@ -177,6 +177,20 @@ class ResultsLoop:
             headers={"Authorization": f"Bearer {bearer}"},
         )
 
+    def callback_with(
+        self,
+        http: httpx.Client,
+        repo: str,
+        client_payload: dict[str, Any],
+        *,
+        token: str | None = None,
+        **workflow: Any,
+    ) -> httpx.Response:
+        """``callback`` over the caller's own client (threads)."""
+        body = {**client_payload, "workflow": workflow_report(**workflow)}
+        headers = {"Authorization": f"Bearer {token or self.token(repo)}"}
+        return http.post(f"{self.url}/github/callback", json=body, headers=headers)
+
     def token(self, repo: str) -> str:
         """A GitHub Actions OIDC token for ``repo``, minted at the relay's (manual) time."""
         return self.oidc.github_actions_token(repo, issued_at=self.clock.now())

@@ -7,6 +7,7 @@ device allocations so that memory statistics and stick padding stay true.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -207,7 +208,7 @@ def _non_overlapping_dense(t: torch.Tensor) -> bool:
     return True
 
 
-def _contiguous_strides(shape: torch.Size) -> tuple[int, ...]:
+def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     strides: list[int] = []
     running = 1
     for size in reversed(shape):

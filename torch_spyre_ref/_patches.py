@@ -49,7 +49,3 @@ def _storage_to_spyre(self: Any, device: Any = None, non_blocking: bool = False)
 def install() -> None:
     torch.UntypedStorage.__new__ = _storage_new  # type: ignore[method-assign]
     torch.UntypedStorage.spyre = _storage_to_spyre  # type: ignore[attr-defined]
-
-
-def quiesce_at_exit() -> None:
-    return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 from typing import Any
 
 import torch
@@ -82,7 +81,6 @@ def register() -> None:
     _autocast.register(policy)
     _LIBRARIES.extend([fallback, kernels, bits, autocast, policy])
     _patches.install()
-    atexit.register(_patches.quiesce_at_exit)
 
 
 def _bound_fallback(op: torch._ops.OpOverload) -> Any:

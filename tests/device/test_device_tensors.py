@@ -173,3 +173,21 @@ def test_storage_on_device() -> None:
     storage = torch.UntypedStorage(16, device="spyre")
     assert storage.device.type == "spyre" and storage.nbytes() == 16
     assert torch.UntypedStorage(8).spyre().device.type == "spyre"
+
+
+def test_out_argument_with_wrong_shape_is_resized_with_upstreams_warning() -> None:
+    d = spyre(torch.arange(4.0))
+    out = torch.zeros(2, device="spyre")
+    with pytest.warns(UserWarning, match="was resized"):
+        torch.add(d, d, out=out)
+    assert out.shape == (4,) and torch.equal(out.cpu(), torch.arange(4.0) * 2)
+
+
+def test_cpu_kernels_win_over_composites_for_float16_norms() -> None:
+    x = torch.randn(4, 64, dtype=torch.float16)
+    weight, bias = torch.randn(64, dtype=torch.float16), torch.randn(64, dtype=torch.float16)
+    expected = torch.nn.functional.layer_norm(x, (64,), weight, bias)
+    actual = torch.nn.functional.layer_norm(spyre(x), (64,), spyre(weight), spyre(bias))
+    assert torch.equal(actual.cpu(), expected)
+    grouped = torch.nn.functional.group_norm(spyre(x.view(4, 8, 8)), 4).cpu()
+    assert torch.equal(grouped, torch.nn.functional.group_norm(x.view(4, 8, 8), 4))

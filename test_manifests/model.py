@@ -11,6 +11,7 @@ This module imports no torch: dtypes are validated against a fixed list of names
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -308,6 +309,19 @@ class Manifest(_Strict):
     test_suite_config: SuiteConfig
     _source: str = PrivateAttr(default="<memory>")
     _positions: dict[Loc, SourcePosition] = PrivateAttr(default_factory=dict)
+    _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
+
+    def _private(self) -> dict[str, Any]:
+        # Direct access: pydantic's __getattr__ for private attributes is slow on hot paths.
+        private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        return private
+
+    def memo(self, key: Any, build: Callable[[], Any]) -> Any:
+        """Cache derived lookups (a loaded manifest is not modified afterwards)."""
+        memo = self._private()["_memo"]
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]
 
     @model_validator(mode="after")
     def _no_duplicate_files(self) -> Manifest:
@@ -344,9 +358,10 @@ class Manifest(_Strict):
 
     def position(self, loc: Loc) -> SourcePosition:
         """Position of `loc` (a path below `test_suite_config`), or of its nearest ancestor."""
+        positions = self._private()["_positions"]
         full: Loc = ("test_suite_config", *loc)
         while full:
-            if full in self._positions:
-                return self._positions[full]
+            if full in positions:
+                return positions[full]
             full = full[:-1]
         return SourcePosition(file=self._source, line=1)

@@ -33,7 +33,7 @@ from test_manifests.rules import (
     effective_dtypes,
     find_module,
     find_op,
-    listed_entries,
+    listed_entries_in,
     matching_file,
 )
 
@@ -149,7 +149,7 @@ def resolve(
     file_index, file_entry = found
     floc: Loc = ("files", file_index)
     ctx.decide("file", file_entry.path, "files[].path", (*floc, "path"))
-    listed = listed_entries(file_entry, instance.class_name, instance.template)
+    listed = listed_entries_in(manifest, file_index, instance.class_name, instance.template)
     if listed:
         covering = _covering_entry(ctx, file_index, listed)
         if covering is None:

@@ -29,13 +29,19 @@ def matching_file(
     manifest: Manifest, file: str, roots: PathRoots | None = None
 ) -> tuple[int, FileEntry] | None:
     """The first file entry naming `file` (index, entry)."""
-    for index, entry in enumerate(manifest.suite.files):
-        if file_matches(entry, file, roots):
-            return index, entry
-    return None
+
+    def find() -> tuple[int, FileEntry] | None:
+        for index, entry in enumerate(manifest.suite.files):
+            if file_matches(entry, file, roots):
+                return index, entry
+        return None
+
+    result: tuple[int, FileEntry] | None = manifest.memo(("file", file, roots), find)
+    return result
 
 
 def listed_entries(entry: FileEntry, class_name: str, template: str) -> list[tuple[int, TestEntry]]:
+    """The tests[] entries (index, entry) whose names match the source method."""
     return [
         (i, test)
         for i, test in enumerate(entry.tests)
@@ -43,11 +49,30 @@ def listed_entries(entry: FileEntry, class_name: str, template: str) -> list[tup
     ]
 
 
+def listed_entries_in(
+    manifest: Manifest, file_index: int, class_name: str, template: str
+) -> list[tuple[int, TestEntry]]:
+    """`listed_entries` of a manifest's file entry, cached per (file, class, template)."""
+    entry = manifest.suite.files[file_index]
+    result: list[tuple[int, TestEntry]] = manifest.memo(
+        ("listed", file_index, class_name, template),
+        lambda: listed_entries(entry, class_name, template),
+    )
+    return result
+
+
 def find_op(manifest: Manifest, op: str, variant: str | None) -> tuple[int, SupportedOp] | None:
-    for i, item in enumerate(manifest.suite.global_.supported_ops or []):
-        if op_matches(item.name, op, variant):
-            return i, item
-    return None
+    """The first supported_ops entry naming the op (`div`) or this variant (`div.x`)."""
+
+    def index() -> dict[str, tuple[int, SupportedOp]]:
+        by_name: dict[str, tuple[int, SupportedOp]] = {}
+        for i, item in enumerate(manifest.suite.global_.supported_ops or []):
+            by_name.setdefault(item.name, (i, item))
+        return by_name
+
+    by_name: dict[str, tuple[int, SupportedOp]] = manifest.memo("ops", index)
+    hits = [by_name[n] for n in {op, f"{op}.{variant}" if variant else op} if n in by_name]
+    return min(hits, key=lambda hit: hit[0]) if hits else None
 
 
 def find_module(manifest: Manifest, module: str) -> tuple[int, SupportedModule] | None:

@@ -38,7 +38,13 @@ from test_manifests.rules import (
 )
 
 
-def _not_reused(ctx: Ctx, rule: str, loc: Loc) -> Resolution:
+def _not_reused(
+    ctx: Ctx,
+    rule: str,
+    loc: Loc,
+    why: tuple[str | None, str | None, str | None] = (None, None, None),
+) -> Resolution:
+    """Not generated; `why` is the (reason, issue, owner) of an explicit skip."""
     ctx.decide("mode", Mode.SKIP.value, rule, loc)
     return Resolution(
         instance=ctx.instance,
@@ -48,6 +54,9 @@ def _not_reused(ctx: Ctx, rule: str, loc: Loc) -> Resolution:
         tolerance=Precision(atol=DEFAULT_TOLERANCE, rtol=DEFAULT_TOLERANCE),
         marks=(),
         labels=(),
+        reason=why[0],
+        issue=why[1],
+        owner=why[2],
         decisions=ctx.decisions,
     )
 
@@ -191,7 +200,7 @@ def resolve(
         reason, issue = item.reason or reason, item.issue or issue
     ctx.decide("mode", mode.value, rule, mloc)
     if mode is Mode.SKIP:
-        return _not_reused(ctx, rule, mloc)
+        return _not_reused(ctx, rule, mloc, (reason, issue, owner))
     covering_entries = [entry] if entry is not None else []
     labels = tuple(
         dict.fromkeys(

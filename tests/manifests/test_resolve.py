@@ -106,6 +106,7 @@ def test_mode_precedence_and_force_xfail() -> None:
     assert r("test_unlisted", "add", "float16").mode is Mode.XFAIL  # unlisted_test_mode
     skipped = r("test_skipped", "add", "float16")
     assert skipped.mode is Mode.SKIP and not skipped.reused and not skipped.runs
+    assert skipped.reason == "crashes"
     # force_xfail (op or dtype) turns only mandatory_success into xfail
     assert r("test_listed", "abs", "float16").mode is Mode.XFAIL
     assert r("test_listed", "add", "float32").mode is Mode.XFAIL

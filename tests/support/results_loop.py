@@ -87,10 +87,11 @@ class ResultsLoop:
         allowlist: str = ALLOWLIST,
         github_config: dict[str, Any] | None = None,
         targets: list[dict[str, Any]] | None = None,
+        clock_start: float | None = None,
     ) -> None:
         self.github = github
         self.oidc = oidc
-        self.clock = ManualClock(start=time.time())
+        self.clock = ManualClock(start=time.time() if clock_start is None else clock_start)
         settings = {
             "oidc_issuers": [{"kind": "github_actions", "issuer": oidc.url}],
             **(callbacks or {}),

@@ -1,0 +1,57 @@
+"""`spyre-ci relay sweep`: run the sweepers once (cron, or recovery after an outage).
+
+The worker runs them periodically (`relay.worker.PERIODIC_TASKS`); this command
+runs the chosen ones now and prints what they did. Added to the `relay` group
+registered by `relay.cli` (listed after it in `spyre_ci.cli.COMMAND_MODULES`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("sweep")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="relay YAML configuration (default: $SPYRE_RELAY_CONFIG)",
+)
+@click.option("--timeouts/--no-timeouts", default=True, help="time out stuck in-progress jobs")
+@click.option("--redeliver/--no-redeliver", default=False, help="redeliver failed webhooks (App)")
+@click.option("--tags/--no-tags", default=False, help="poll upstream tags and releases")
+def sweep(config_path: Path | None, timeouts: bool, redeliver: bool, tags: bool) -> None:
+    """Run the relay's sweepers once and report what they did."""
+    from relay.callbacks.settings import CallbackSettingsError, callback_settings
+    from relay.config import ConfigError, load_config
+    from relay.state import build_state
+    from relay.sweepers import poll_tags, sweep_failed_deliveries, sweep_timeouts
+
+    try:
+        config = load_config(config_path)
+        settings = callback_settings(config.extra)
+    except (ConfigError, CallbackSettingsError) as error:
+        raise click.ClickException(str(error)) from error
+    state = build_state(config)
+    try:
+        if timeouts:
+            click.echo(f"timed out: {sweep_timeouts(state, settings)} job(s)")
+        if redeliver:
+            click.echo(
+                f"redelivery asked: {sweep_failed_deliveries(state, settings)} delivery(ies)"
+            )
+        if tags:
+            missed = poll_tags(state)
+            click.echo(f"tags dispatched: {', '.join(missed) or 'none'}")
+    finally:
+        state.close()
+
+
+def register(group: click.Group) -> None:
+    relay = group.commands.get("relay")
+    if not isinstance(relay, click.Group):
+        raise RuntimeError("relay.callbacks.cli must be listed after relay.cli")
+    relay.add_command(sweep)

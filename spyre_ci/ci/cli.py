@@ -155,13 +155,12 @@ def select_command(
     runner_env.write_outputs(
         {
             "matrix": json.dumps(result.matrix),
-            "selected": str(result.selected),
-            "has_tests": "true" if result.selected else "false",
+            "selected": "all" if result.selected is None else str(result.selected),
+            "has_tests": "true" if result.has_tests else "false",
         }
     )
-    click.echo(
-        f"selected {result.selected} test(s) in {len(result.matrix['include'])} shard(s)", err=True
-    )
+    what = "every reused test" if result.selected is None else f"{result.selected} test(s)"
+    click.echo(f"selected {what} in {len(result.matrix['include'])} shard(s)", err=True)
 
 
 @ci_group.command("test")

@@ -1,103 +1,74 @@
 """The selection report that rides along with the completed callback.
 
 The relay stores it (`selection` in the callback body, docs/callbacks.md) and the
-dashboard shows it next to the run: per-stage counts, the top causes, the agent's
-rationale, and the self-contained HTML report when it fits the callback.
-`summarize` is pure; `attachment` reads the files `spyre-ci select` wrote.
+dashboard shows it next to the run: tests kept per stage, the top causes, the
+agent's rationale, and the self-contained HTML report when it fits the callback.
+`summarize` (pure) reads `spyre-ci select`'s selection.json (docs/selection.md);
+`attachment` reads the files.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 MAX_HTML_BYTES = 2 * 1024 * 1024  # the relay's limit for the HTML report
+TOP_CAUSES = 5
+# The count that says what each stage kept (selection.json `stages[].counts`).
+STAGE_KEPT = {
+    "detect": "files",
+    "map": "affected_instances",
+    "scope": "kept",
+    "triage": "selected",
+}
 
 
 class BadSelection(ValueError):
-    """selection.json is missing or unreadable; the message names the file."""
+    """selection.json is unreadable; the message names the file."""
 
 
 def summarize(selection: Mapping[str, Any]) -> dict[str, Any]:
-    """`{stages, top_causes, rationale, selected, total}` from a selection.json document."""
-    selected = _selected(selection)
-    summary: dict[str, Any] = {
-        "stages": _stages(selection),
-        "top_causes": _top_causes(selection, selected),
-        "selected": len(selected)
-        if selected is not None
-        else _int(selection.get("selected_count")),
+    """`{stages, top_causes, rationale, selected, total, base, head}` for the dashboard."""
+    summary = _mapping(selection.get("summary"))
+    groups = [g for g in selection.get("groups") or [] if isinstance(g, Mapping)]
+    groups.sort(key=lambda g: -_int(g.get("size")))
+    out: dict[str, Any] = {
+        "stages": [_stage(s) for s in selection.get("stages") or [] if isinstance(s, Mapping)],
+        "top_causes": [
+            {"cause": str(g.get("cause", "")), "count": _int(g.get("size"))}
+            for g in groups[:TOP_CAUSES]
+        ],
+        "selected": _int(summary.get("selected", len(selection.get("selected") or []))),
+        "total": _int(summary.get("reused_instances")),
+        "base": _mapping(selection.get("base")).get("sha"),
+        "head": _mapping(selection.get("head")).get("sha"),
     }
-    total = _int(selection.get("total", selection.get("reused_total")))
-    if total is not None:
-        summary["total"] = total
-    rationale = selection.get("rationale") or selection.get("agent_rationale")
-    if isinstance(rationale, str) and rationale:
-        summary["rationale"] = rationale
-    for key in ("from", "to", "schema_version"):
-        if key in selection and isinstance(selection[key], str | int):
-            summary[key] = selection[key]
-    return summary
+    rationale = [
+        f"{g.get('decision', 'run')} {_int(g.get('size'))}: {g.get('rationale')}"
+        for g in groups[:TOP_CAUSES]
+        if g.get("rationale")
+    ]
+    if rationale:
+        out["rationale"] = "; ".join(rationale)
+    if selection.get("blind_spots"):
+        out["blind_spots"] = selection["blind_spots"]
+    return out
 
 
-def _selected(selection: Mapping[str, Any]) -> list[Any] | None:
-    for key in ("selected", "tests"):
-        value = selection.get(key)
-        if isinstance(value, list):
-            return value
-    return None
+def _stage(stage: Mapping[str, Any]) -> dict[str, Any]:
+    name = str(stage.get("name", "stage"))
+    counts = _mapping(stage.get("counts"))
+    return {"name": name, "kept": _int(counts.get(STAGE_KEPT.get(name, ""))), "counts": counts}
 
 
-def _stages(selection: Mapping[str, Any]) -> list[dict[str, Any]]:
-    raw = selection.get("stages", selection.get("counts", selection.get("per_stage")))
-    if isinstance(raw, Mapping):
-        out = []
-        for name, value in raw.items():
-            kept = (
-                value.get("kept", value.get("out", value.get("count")))
-                if isinstance(value, Mapping)
-                else value
-            )
-            out.append({"name": str(name), "kept": _int(kept)})
-        return out
-    if isinstance(raw, list):
-        return [
-            {
-                "name": str(item.get("name", "stage")),
-                "kept": _int(item.get("kept", item.get("count"))),
-            }
-            for item in raw
-            if isinstance(item, Mapping)
-        ]
-    return []
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
-def _top_causes(selection: Mapping[str, Any], selected: list[Any] | None) -> list[dict[str, Any]]:
-    given = selection.get("top_causes")
-    if isinstance(given, list):
-        return [
-            dict(c) if isinstance(c, Mapping) else {"cause": str(c), "count": None}
-            for c in given[:10]
-            if isinstance(c, Mapping | str)
-        ]
-    counts: Counter[str] = Counter()
-    for test in selected or []:
-        if isinstance(test, Mapping):
-            cause = test.get("cause") or (test.get("causes") or [None])[0]
-            if isinstance(cause, Mapping):
-                cause = (
-                    cause.get("summary") or cause.get("change") or json.dumps(cause, sort_keys=True)
-                )
-            if cause:
-                counts[str(cause)] += 1
-    return [{"cause": cause, "count": count} for cause, count in counts.most_common(10)]
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def attachment(selection_dir: Path) -> dict[str, Any] | None:

@@ -2,6 +2,8 @@
 
 They run as subprocesses (not imports) so that a workflow step, the relay's local
 target and the end-to-end test all exercise the same command lines a user runs.
+`spyre-ci select` exits 0 when it selected tests and 4 when it selected none
+(docs/selection.md); anything else fails the step.
 """
 
 from __future__ import annotations
@@ -18,12 +20,18 @@ import click
 from spyre_ci.ci.plan import Plan
 
 SPYRE_CI = [sys.executable, "-m", "spyre_ci"]
+SELECTED, NOTHING_SELECTED = 0, 4
+FULL_TIER_MARKER = "full-tier.json"
 
 
 @dataclass(frozen=True)
 class SelectResult:
-    selected: int
+    selected: int | None  # None: the full tier (every reused test)
     matrix: dict[str, Any]
+
+    @property
+    def has_tests(self) -> bool:
+        return self.selected is None or self.selected > 0
 
 
 def _manifest_args(manifests: list[Path]) -> list[str]:
@@ -34,44 +42,38 @@ def run_select(
     plan: Plan, pytorch_repo: Path, out: Path, shards: int, manifests: list[Path]
 ) -> SelectResult:
     out.mkdir(parents=True, exist_ok=True)
+    if not plan.base_sha:
+        # Nothing to compare with (full tier, new branch, release tag): run every reused test.
+        (out / FULL_TIER_MARKER).write_text(json.dumps({"reason": plan.reason, "tier": "full"}))
+        return SelectResult(selected=None, matrix={"include": [{"shard": 1}]})
     args = [
-        *SPYRE_CI,
-        "select",
-        "--pytorch-repo",
-        str(pytorch_repo),
-        "--out",
-        str(out),
-        "--shards",
-        str(shards),
-        *_manifest_args(manifests),
-    ]
-    if plan.base_sha:
-        args += ["--from", plan.base_sha, "--to", plan.head_sha]
-    else:
-        args += ["--all", "--to", plan.head_sha]
-    result = subprocess.run(args, check=False)
-    if result.returncode not in (0,):
-        raise click.ClickException(f"spyre-ci select exited with {result.returncode}")
-    selection = json.loads((out / "selection.json").read_text())
-    matrix = json.loads((out / "matrix.json").read_text())
+        *SPYRE_CI, "select",
+        "--pytorch-repo", str(pytorch_repo), "--pytorch-src", str(pytorch_repo),
+        "--from", plan.base_sha, "--to", plan.head_sha,
+        "--out", str(out), "--shards", str(shards), *_manifest_args(manifests),
+    ]  # fmt: skip
+    code = subprocess.run(args, check=False).returncode
+    if code not in (SELECTED, NOTHING_SELECTED):
+        raise click.ClickException(f"spyre-ci select exited with {code} (see its output above)")
+    try:
+        selection = json.loads((out / "selection.json").read_text())
+        matrix = json.loads((out / "matrix.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        message = f"spyre-ci select wrote no readable output in {out}: {exc}"
+        raise click.ClickException(message) from exc
     return SelectResult(selected=len(selection.get("selected", [])), matrix=matrix)
 
 
 def run_test_shard(
     selection: Path, shard: int, pytorch_src: Path, junit: Path, manifests: list[Path]
 ) -> int:
+    """`spyre-ci test` for one shard of the selection (the full tier: every reused test)."""
     junit.parent.mkdir(parents=True, exist_ok=True)
+    chosen = [] if (selection / FULL_TIER_MARKER).exists() else [
+        "--selection", str(selection), "--shard", str(shard),
+    ]  # fmt: skip
     args = [
-        *SPYRE_CI,
-        "test",
-        "--pytorch-src",
-        str(pytorch_src),
-        *_manifest_args(manifests),
-        "--selection",
-        str(selection),
-        "--shard",
-        str(shard),
-        "--",
-        f"--junitxml={junit}",
-    ]
+        *SPYRE_CI, "test", "--pytorch-src", str(pytorch_src), *_manifest_args(manifests),
+        *chosen, "--", f"--junitxml={junit}",
+    ]  # fmt: skip
     return subprocess.run(args, check=False).returncode

@@ -1,0 +1,185 @@
+"""The whole loop, end to end, on one machine.
+
+Real relay (`spyre-ci relay serve --with-worker`: uvicorn, SQLite), the fake GitHub
+(which runs the downstream workflow on each repository_dispatch, see harness.py),
+the fake OIDC issuer, and a small upstream git repository (spyre_ci/ci/demo.py).
+Two upstream PRs, both labelled for an L3 backend: one that only extends a test
+(its selected tests pass) and one that changes what `add` must compute (the
+backend's add fails it). Every hop is asserted: webhook accepted, dispatch sent in
+CRCR's format with a callback token, the workflow's steps, the callbacks, the check
+runs on the upstream head SHAs, the dashboard rows, cells and selection reports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from spyre_ci.ci.demo import DemoUpstream, build_demo_upstream
+from tests.e2e.harness import HostedRun, WorkflowHost, wait_until
+from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github_results import FakeResultsAPI
+from tests.support.fake_oidc import FakeOidcIssuer
+from tests.support.relay_server import RelayServer, free_port, post_webhook, write_relay_config
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+UPSTREAM = "pytorch/pytorch"
+BACKEND = "acme/torch-spyre"  # L3 for the `spyre` device
+LABEL = "ciflow/crcr/spyre"
+CHECK_NAME = f"crcr/{BACKEND}/upstream-dispatch/report"
+RUN_TIMEOUT = 150.0
+
+
+@dataclass
+class Loop:
+    relay: RelayServer
+    github: FakeGitHub
+    results: FakeResultsAPI
+    host: WorkflowHost
+    demo: DemoUpstream
+
+    def api(self, path: str) -> Any:
+        answer = httpx.get(f"{self.relay.url}{path}", timeout=10)
+        assert answer.status_code == 200, f"{path}: {answer.status_code} {answer.text[:300]}"
+        return answer.json()
+
+    def page(self, path: str) -> str:
+        answer = httpx.get(f"{self.relay.url}{path}", timeout=10)
+        assert answer.status_code == 200, f"{path}: {answer.status_code}"
+        return answer.text
+
+
+def _labelled(event_path: Path) -> bytes:
+    event = json.loads(event_path.read_text())
+    event["pull_request"]["labels"] = [{"name": LABEL}]
+    return json.dumps(event).encode()
+
+
+@pytest.fixture
+def loop(tmp_path: Path) -> Iterator[Loop]:
+    demo = build_demo_upstream(tmp_path / "demo", repo_name=UPSTREAM)
+    results = FakeResultsAPI()
+    allowlist = tmp_path / "allowlist.yml"
+    allowlist.write_text(f"L3:\n  spyre:\n    {BACKEND}: [spyre-oncall]\n")
+    with FakeOidcIssuer() as oidc, FakeGitHub(routers=(results.router,)) as github:
+        port = free_port()
+        config = write_relay_config(
+            tmp_path,
+            upstream_repo=UPSTREAM,
+            public_url=f"http://127.0.0.1:{port}",
+            allowlist={"source": str(allowlist)},
+            github={"api_url": github.url, "token": "test-token", "min_write_interval_seconds": 0},
+            worker={"poll_interval_seconds": 0.1},
+            extra={"callbacks": {"oidc_issuers": [{"kind": "github_actions", "issuer": oidc.url}]}},
+        )
+        with (
+            RelayServer(config, with_worker=True, port=port, log_dir=tmp_path) as relay,
+            WorkflowHost(github, oidc, relay.url, demo, tmp_path / "runs") as host,
+        ):
+            yield Loop(relay, github, results, host, demo)
+
+
+def _run_for(runs: list[HostedRun], delivery: str) -> HostedRun:
+    (run,) = [r for r in runs if r.delivery_id == delivery]
+    return run
+
+
+def _completed_job(loop: Loop, pr: int) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        page = loop.api(f"/api/crcr/pr/{pr}")
+        jobs = [j for b in page["backends"] for j in b["jobs"] if j["status"] == "completed"]
+        return jobs[0] if jobs else None
+
+    job: dict[str, Any] = wait_until(done, 30, f"the completed job of PR #{pr} on the dashboard")
+    return job
+
+
+def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
+    demo = loop.demo
+    # 1. Signed webhooks in: accepted (202) and stored.
+    for delivery, event in (("e2e-good", demo.good_event), ("e2e-bad", demo.bad_event)):
+        answer = post_webhook(
+            loop.relay.url, "pull_request", _labelled(event), delivery_id=delivery
+        )
+        assert answer.status_code == 202, answer.text
+
+    # 2. The relay dispatches to the backend in CRCR's format, with a callback token.
+    wait_until(lambda: len(loop.github.dispatches) >= 2, 30, "two repository_dispatch calls")
+    by_delivery = {d.client_payload["delivery_id"]: d for d in loop.github.dispatches}
+    assert set(by_delivery) == {"e2e-good", "e2e-bad"}
+    for delivery, sha in (("e2e-good", demo.good_sha), ("e2e-bad", demo.bad_sha)):
+        dispatch = by_delivery[delivery]
+        assert (dispatch.repo, dispatch.event_type) == (BACKEND, "pull_request")
+        payload = dispatch.client_payload
+        assert payload["event_type"] == "pull_request"
+        assert payload["payload"]["pull_request"]["head"]["sha"] == sha
+        assert payload["callback_token"].startswith("crt1.")
+
+    # 3. The fake GitHub ran the workflow for each: every step succeeded.
+    runs = loop.host.wait_for_runs(2, timeout=RUN_TIMEOUT)
+    for run in runs:
+        assert run.process.returncode == 0, run.log() + run.step_logs()
+    good_run, bad_run = _run_for(runs, "e2e-good"), _run_for(runs, "e2e-bad")
+    assert "conclusion: success" in good_run.log(), good_run.log() + good_run.step_logs()
+    assert "conclusion: failure" in bad_run.log(), bad_run.log() + bad_run.step_logs()
+
+    # 4. The relay recorded both callbacks of each job: results on the dashboard.
+    good = _completed_job(loop, 101)
+    assert (good["conclusion"], good["job_name"], good["workflow_name"]) == (
+        "success",
+        "report",
+        "upstream-dispatch",
+    )
+    # The selection kept test_mul (the PR's edit) for float16 and float32; both pass.
+    assert good["tests"] == {"passed": 2, "failed": 0, "skipped": 0, "total": 2}
+    assert good["head_sha"] == demo.good_sha
+    assert good["url"] == f"https://github.com/{BACKEND}/actions/runs/{good_run.run_id}"
+    assert good["queue_time"] is not None and good["execution_time"] is not None
+    bad = _completed_job(loop, 102)
+    assert bad["conclusion"] == "failure"
+    # test_add (reaches the changed reference_add) on spyre, float16 and float32: both fail.
+    assert bad["tests"] == {"passed": 0, "failed": 2, "skipped": 0, "total": 2}
+    assert bad["head_sha"] == demo.bad_sha
+
+    # 5. The selection report came with the callback: per-stage counts and the cause on the
+    #    PR page, the full HTML report behind the link.
+    for job, template, cause in (
+        (good, "test_mul", "TestDemoOps.test_mul modified -> the template's body changed"),
+        (bad, "test_add", "reference_add modified -> template TestDemoOps.test_add uses it"),
+    ):
+        selection = job["selection"]
+        assert (selection["selected"], selection["total"]) == (2, 5), selection
+        assert [s["name"] for s in selection["stages"]] == ["detect", "map", "scope", "triage"]
+        assert cause in selection["top_causes"][0]["cause"], selection["top_causes"]
+        report = loop.api(f"/api/selection/{job['selection_id']}")
+        assert (report["repo"], report["has_html"]) == (BACKEND, True)
+        html = loop.page(f"/selection/{job['selection_id']}")
+        assert f"{template}_spyre_float16" in html and f"{template}_spyre_float32" in html
+    assert "reference_add modified" in loop.page("/crcr/pr/102")
+
+    # 6. L3 with the label: the fake GitHub holds in_progress then completed check runs
+    #    on each PR's head SHA.
+    checks = loop.results.check_runs_named(CHECK_NAME)
+    for sha, run, conclusion, number in (
+        (demo.good_sha, good_run, "success", 101),
+        (demo.bad_sha, bad_run, "failure", 102),
+    ):
+        mine = [c for c in checks if c["head_sha"] == sha]
+        assert [c["status"] for c in mine] == ["in_progress", "completed"], mine
+        assert mine[-1]["conclusion"] == conclusion
+        assert mine[-1]["external_id"] == f"{run.run_id}:{number}"
+        assert all(c["repo"] == UPSTREAM for c in mine)
+
+    # 7. The backend's grid: a green cell for the good PR, a red one for the bad PR.
+    grid = loop.api(f"/api/crcr/{BACKEND}")
+    cells = [c for row in grid["rows"] for c in row["cells"] if c]
+    assert sorted(c["conclusion"] for c in cells) == ["failure", "success"]
+    html = loop.page(f"/crcr/{BACKEND}")
+    assert "state-failure" in html and "state-success" in html

@@ -87,14 +87,18 @@ def _cpu_moved(test_case: Any, names: tuple[str, ...]) -> Iterator[None]:
                 delattr(test_case, name)
 
 
-def _applied(fn: Callable[..., Any], resolution: Resolution) -> Callable[..., Any]:
-    """The variant, run under no_grad / cpu_move when the manifest asks for them."""
-    if not resolution.no_grad and not resolution.cpu_move:
+def _applied(
+    fn: Callable[..., Any], resolution: Resolution, seed: int | None
+) -> Callable[..., Any]:
+    """The variant, seeded (input_config.seed) and run under no_grad / cpu_move if asked."""
+    if not resolution.no_grad and not resolution.cpu_move and seed is None:
         setattr(fn, RESOLUTION_ATTR, resolution)
         return fn
 
     @functools.wraps(fn)
     def manifest_variant(self: Any) -> Any:
+        if seed is not None:
+            torch.manual_seed(seed)
         with contextlib.ExitStack() as stack:
             if resolution.no_grad:
                 stack.enter_context(torch.no_grad())
@@ -138,7 +142,9 @@ def manifest_test_base(manifest: Manifest, roots: PathRoots) -> type:
             if not resolution.runs:
                 delattr(cls, test_name)
                 return
-            setattr(cls, test_name, _applied(fn, resolution))
+            setattr(
+                cls, test_name, _applied(fn, resolution, manifest.suite.global_.input_config.seed)
+            )
 
         def _apply_precision_override_for_test(self, test: Any, param_kwargs: Any) -> None:
             super()._apply_precision_override_for_test(test, param_kwargs)

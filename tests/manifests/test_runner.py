@@ -125,16 +125,23 @@ def test_tolerance_no_grad_and_cpu_move(upstream: UpstreamTree) -> None:
                   no_grad: true
                 - names: [TestOpsLike::test_cpu_move]
                   edits: {functions: {cpu_move: [{name: check_on_cpu}]}}
+                - names: [TestOpsLike::test_seed]
         """
-        + GLOBAL
+        + GLOBAL.replace(
+            "    supported_dtypes:", "    input_config: {seed: 7}\n            supported_dtypes:"
+        )
     )
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(7)
+    expected = f"*RANDOM {torch.rand(1).item():.6f}*"
     result = upstream.run("-s")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines_random(
         [
             "*TOLERANCE torch.float16 atol=0.05 rtol=0.01*",
             "*TOLERANCE torch.float32 atol=0.001 rtol=0.001*",
             "*GRAD False*",
+            expected,
         ]
     )
 

@@ -34,6 +34,9 @@ class TestOpsLike(TestCase):
     def test_grad_mode(self, device):
         print(f"GRAD {torch.is_grad_enabled()}")
 
+    def test_seed(self, device):
+        print(f"RANDOM {torch.rand(1).item():.6f}")
+
     def test_cpu_move(self, device):
         self.check_on_cpu(torch.ones(2, device=device))
 

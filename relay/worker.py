@@ -30,6 +30,10 @@ log = logging.getLogger("relay.worker")
 
 JobHandler = Callable[[Job], Callable[[Tx], None] | None]
 
+# Kinds that start new work downstream; a worker takes them only when no result
+# (HUD row, check run, status...) is waiting, so feedback is never starved by a burst.
+TRIGGER_KINDS = frozenset({"dispatch", "local_run"})
+
 HANDLER_FACTORIES: list[str] = [
     "relay.dispatch.handler:handlers",
     "relay.callbacks.handlers:handlers",  # issue 7: hud, check_run, commit_status, rerun, redeliver
@@ -78,17 +82,27 @@ class Worker:
         )
         self._next_run: dict[str, float] = {}
 
+    def _priority_groups(self) -> list[list[str]]:
+        """Results before new triggers: every other kind first, then TRIGGER_KINDS."""
+        results = [k for k in self.handlers if k not in TRIGGER_KINDS]
+        triggers = [k for k in self.handlers if k in TRIGGER_KINDS]
+        return [group for group in (results, triggers) if group]
+
     def run_once(self, limit: int = 1) -> int:
         """Claim and process up to `limit` ready jobs; return how many were processed."""
         cfg = self.state.config.worker
-        jobs = claim(
-            self.state.store,
-            owner=self.owner,
-            kinds=list(self.handlers),
-            now=self.state.clock.now(),
-            lease_seconds=cfg.lease_seconds,
-            limit=limit,
-        )
+        jobs: list[Job] = []
+        for kinds in self._priority_groups():
+            jobs = claim(
+                self.state.store,
+                owner=self.owner,
+                kinds=kinds,
+                now=self.state.clock.now(),
+                lease_seconds=cfg.lease_seconds,
+                limit=limit,
+            )
+            if jobs:
+                break
         for job in jobs:
             self.process(job)
         return len(jobs)

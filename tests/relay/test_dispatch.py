@@ -207,3 +207,23 @@ def test_only_targets_that_opted_into_the_event_receive_it(
         _drain(relay)
     expected = {"pull_request": ["org/both", "org/prs-only"], "push": ["org/both"]}[event]
     assert sorted(repo for _, repo in fake_github.dispatched_pairs()) == expected
+
+
+def test_results_are_taken_before_new_triggers(dispatching_relay: InProcessRelay) -> None:
+    from relay.outbox import enqueue
+    from relay.worker import Worker
+
+    done: list[str] = []
+    worker = Worker(
+        dispatching_relay.state,
+        handlers={
+            "dispatch": lambda job: done.append(job.kind),  # type: ignore[func-returns-value]
+            "hud": lambda job: done.append(job.kind),  # type: ignore[func-returns-value]
+        },
+    )
+    with dispatching_relay.state.store.transaction() as tx:
+        enqueue(tx, kind="dispatch", target="o/r", body={}, dedupe_key="d", now=1.0)
+        enqueue(tx, kind="hud", target="o/r", body={}, dedupe_key="h", now=2.0)
+    while worker.run_once():
+        pass
+    assert done == ["hud", "dispatch"]

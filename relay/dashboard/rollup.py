@@ -125,7 +125,7 @@ class Rollups:
     def __init__(
         self, ttl: float = TTL_SECONDS, settle: float = SETTLE_SECONDS, seed: int | None = None
     ) -> None:
-        self._ttl = ttl
+        self.ttl = ttl
         self._settle = settle
         self._cache: dict[tuple[str, int], tuple[float, DayStats]] = {}
         self._lock = threading.Lock()
@@ -135,37 +135,43 @@ class Rollups:
         """Jobs completed today and on the `days - 1` UTC days before."""
         return merge([s for _, s in self.daily(tx, repo, now, days)])
 
-    def daily(self, tx: Tx, repo: str, now: float, days: int) -> list[tuple[int, DayStats]]:
-        """One entry per UTC day (start, figures), oldest first; today is partial."""
+    def daily(
+        self, tx: Tx, repo: str, now: float, days: int, renew_within: float = 0.0
+    ) -> list[tuple[int, DayStats]]:
+        """One entry per UTC day (start, figures), oldest first; today is partial.
+        Cached days expiring within `renew_within` seconds are computed again."""
         today = int(now // DAY) * DAY
         closed_before = int((now - self._settle) // DAY) * DAY
         out = []
         for start in range(today - (days - 1) * DAY, today + DAY, DAY):
             if start + DAY <= closed_before:
-                out.append((start, self._closed_day(tx, repo, start, now)))
+                out.append((start, self._closed_day(tx, repo, start, now, renew_within)))
             else:
                 out.append((start, _query(tx, repo, start, start + DAY)))
         return out
 
     def warm(self, store: Store, now: float, days: int) -> int:
-        """Fill the cache for every backend (the last 14 days first, then `days`);
-        return the number of backends. Short read transactions, one per backend."""
+        """Fill the cache for every backend (the last 14 days first, then `days`), renewing
+        entries that would expire within half the TTL; return the number of backends.
+        Short read transactions, one per backend."""
         with store.transaction(write=False) as tx:
             repos = backend_repos(tx)
         for horizon in sorted({min(14, days), days}):
             for repo in repos:
                 with store.transaction(write=False) as tx:
-                    self.daily(tx, repo, now, horizon)
+                    self.daily(tx, repo, now, horizon, renew_within=self.ttl / 2)
         return len(repos)
 
-    def _closed_day(self, tx: Tx, repo: str, start: int, now: float) -> DayStats:
+    def _closed_day(
+        self, tx: Tx, repo: str, start: int, now: float, renew_within: float
+    ) -> DayStats:
         key = (repo, start)
         with self._lock:
             hit = self._cache.get(key)
-        if hit is not None and hit[0] > now:
+        if hit is not None and hit[0] > now + renew_within:
             return hit[1]
         computed = _query(tx, repo, start, start + DAY)
-        expires = now + self._ttl * (1 + 0.25 * self._random.random())
+        expires = now + self.ttl * (1 + 0.25 * self._random.random())
         with self._lock:
             self._cache[key] = (expires, computed)
             self._drop_expired(now)

@@ -193,22 +193,28 @@ log = logging.getLogger(__name__)
 
 
 def _start_warmup(store: Store, rollups: Rollups, clock: Clock, recorder: LevelRecorder) -> None:
-    """Record the allowlist's levels and fill the day cache in the background, so that
-    the first visitor after a start does not pay for reading a month of jobs."""
+    """Record the allowlist's levels and keep the day cache filled in the background:
+    at start (so the first visitor does not pay for reading a month of jobs), then
+    every half TTL (so entries are renewed before they expire, even without traffic)."""
 
-    def warm() -> None:
-        started = time.monotonic()
-        recorder.maybe_record(clock.now())
-        try:
-            backends = rollups.warm(store, clock.now(), metrics.MAX_DAYS)
-        except Exception:  # a loop boundary: a store closing under us must not crash anything
-            log.debug("dashboard cache warm-up stopped", exc_info=True)
-            return
-        log.info(
-            "dashboard cache warm for %d backends in %.2f s", backends, time.monotonic() - started
-        )
+    def warm_forever() -> None:
+        while True:
+            _warm_once(store, rollups, clock, recorder)
+            # Real time on purpose: a test's manual clock must not spin this loop.
+            threading.Event().wait(rollups.ttl / 2)
 
-    threading.Thread(target=warm, name="dashboard-cache-warmup", daemon=True).start()
+    threading.Thread(target=warm_forever, name="dashboard-cache-warmup", daemon=True).start()
+
+
+def _warm_once(store: Store, rollups: Rollups, clock: Clock, recorder: LevelRecorder) -> None:
+    started = time.monotonic()
+    recorder.maybe_record(clock.now())
+    try:
+        backends = rollups.warm(store, clock.now(), metrics.MAX_DAYS)
+    except Exception:  # a loop boundary: a store closing under us must not crash anything
+        log.debug("dashboard cache warm-up stopped", exc_info=True)
+        return
+    log.info("dashboard cache warm for %d backends in %.2f s", backends, time.monotonic() - started)
 
 
 def _never(page: dict[str, Any]) -> str | None:

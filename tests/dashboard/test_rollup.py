@@ -92,3 +92,20 @@ def test_warm_fills_every_closed_day_so_a_page_only_reads_today(store: Store) ->
         month = rollups.window(recorder, "a/b", NOW, 30)
     assert (month.jobs, month.passed) == (2, 1)
     assert len(recorder.queries) == 1  # today's rows only
+
+
+def test_warm_renews_entries_before_they_expire(store: Store) -> None:
+    from relay.dashboard.explain import RecordingTx
+
+    _job(store, "old", TODAY - 3 * DAY, "success", 1, 1)
+    rollups = Rollups(ttl=3600)
+    rollups.warm(store, NOW, 7)
+    _job(store, "late", TODAY - 3 * DAY + 9, "failure", 1, 1)  # seen only by a recomputation
+    # Every entry expires 3600-4500 s after the first warm-up; at 2800 s all are within
+    # half a TTL (1800 s) of expiring, so this warm-up renews them all.
+    rollups.warm(store, NOW + 2800, 7)
+    with store.transaction(write=False) as tx:
+        recorder = RecordingTx(tx)
+        week = rollups.window(recorder, "a/b", NOW + 3700, 7)  # past the first expiry
+    assert week.jobs == 2
+    assert len(recorder.queries) == 1  # still cached: today's rows only

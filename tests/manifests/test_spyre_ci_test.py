@@ -79,12 +79,18 @@ def test_one_command_runs_the_manifest_with_junit_marks(tree: Path) -> None:
     }
 
 
-def test_a_selection_shard_runs_exactly_its_ids(tree: Path) -> None:
+def test_a_selection_shard_runs_exactly_its_ids_with_the_overlay(tree: Path) -> None:
     selection = tree / "selection"
     (selection / "shards").mkdir(parents=True)
     (selection / "shards" / "2.txt").write_text(
-        "test/test_ops_like.py::TestOpsLikeSPYRE::test_plain_spyre_float16\n"
+        "# shard 2\ntest/test_ops_like.py::TestOpsLikeSPYRE::test_plain_spyre_float16\n"
     )
+    (selection / "manifest.yaml").write_text(
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_ops_like.py\n"
+        "      labels: [selected]\n      tests:\n        - names: [TestOpsLike::test_plain]\n"
+        "          mode: mandatory_success\n          labels: [selected]\n"
+    )
+    junit = tree / "shard.xml"
     result = spyre_ci(
         "test",
         "--manifest",
@@ -98,10 +104,15 @@ def test_a_selection_shard_runs_exactly_its_ids(tree: Path) -> None:
         "--",
         "-p",
         "no:cacheprovider",
+        f"--junitxml={junit}",
         cwd=tree,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert case.get("name") == "test_plain_spyre_float16"
+    assert props["marks"] == "dtype__float16,selected"
 
 
 def test_zero_selected_tests_fail_before_anything_runs(tree: Path) -> None:

@@ -45,7 +45,9 @@ class PostgresStore(Store):
     def __init__(self, url: str, *, connect_timeout: float = 5.0) -> None:
         self.url = url
         self._connect_timeout = connect_timeout
-        self._pool: Pool[Any] = Pool(self._connect, lambda c: c.close())
+        # Keep as many idle connections as the web server has worker threads (anyio's
+        # default: 40): reconnecting costs more than a webhook's whole transaction.
+        self._pool: Pool[Any] = Pool(self._connect, lambda c: c.close(), max_idle=40)
 
     def _connect(self) -> Any:
         import psycopg

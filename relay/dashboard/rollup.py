@@ -128,6 +128,7 @@ class Rollups:
         self.ttl = ttl
         self._settle = settle
         self._cache: dict[tuple[str, int], tuple[float, DayStats]] = {}
+        self._computing: dict[tuple[str, int], threading.Event] = {}
         self._lock = threading.Lock()
         self._random = random.Random(seed)
 
@@ -168,13 +169,29 @@ class Rollups:
         key = (repo, start)
         with self._lock:
             hit = self._cache.get(key)
-        if hit is not None and hit[0] > now + renew_within:
-            return hit[1]
-        computed = _query(tx, repo, start, start + DAY)
-        expires = now + self.ttl * (1 + 0.25 * self._random.random())
-        with self._lock:
-            self._cache[key] = (expires, computed)
-            self._drop_expired(now)
+            if hit is not None and hit[0] > now + renew_within:
+                return hit[1]
+            running = self._computing.get(key)
+            if running is None:
+                self._computing[key] = threading.Event()
+        if running is not None:
+            # Another thread (the warm-up, a concurrent request) is reading this day:
+            # wait for its result instead of reading the same rows again.
+            running.wait(timeout=30)
+            with self._lock:
+                hit = self._cache.get(key)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+            return _query(tx, repo, start, start + DAY)
+        try:
+            computed = _query(tx, repo, start, start + DAY)
+            expires = now + self.ttl * (1 + 0.25 * self._random.random())
+            with self._lock:
+                self._cache[key] = (expires, computed)
+                self._drop_expired(now)
+        finally:
+            with self._lock:
+                self._computing.pop(key).set()
         return computed
 
     def _drop_expired(self, now: float) -> None:

@@ -70,8 +70,15 @@ def test_a_day_just_over_is_not_cached_until_it_settles(store: Store) -> None:
 
 
 def test_merge_equals_computing_over_all_rows() -> None:
-    rows_a = [("success", 5.0, 50.0), ("failure", 1.0, None), ("cancelled", 9.0, 90.0)]
-    rows_b = [("timed_out", 3.0, 30000.0), ("success", None, 10.0)]
+    rows_a: list[tuple[str, float | None, float | None]] = [
+        ("success", 5.0, 50.0),
+        ("failure", 1.0, None),
+        ("cancelled", 9.0, 90.0),
+    ]
+    rows_b: list[tuple[str, float | None, float | None]] = [
+        ("timed_out", 3.0, 30000.0),
+        ("success", None, 10.0),
+    ]
     merged = merge([day_stats(rows_a), day_stats(rows_b)])
     assert merged == day_stats(rows_a + rows_b)
     figures = merged.figures()
@@ -109,3 +116,46 @@ def test_warm_renews_entries_before_they_expire(store: Store) -> None:
         week = rollups.window(recorder, "a/b", NOW + 3700, 7)  # past the first expiry
     assert week.jobs == 2
     assert len(recorder.queries) == 1  # still cached: today's rows only
+
+
+def test_concurrent_readers_of_one_closed_day_read_it_once(store: Store) -> None:
+    import threading
+
+    from relay.dashboard.explain import RecordingTx
+
+    day = TODAY - 2 * DAY
+    _job(store, "old", day + 5, "success", 1, 1)
+    rollups = Rollups()
+    reading = threading.Event()
+    release = threading.Event()
+
+    class SlowTx(RecordingTx):
+        """Holds its first query until released, as a slow read of a big day would."""
+
+        def fetchall(self, sql, params=()):  # type: ignore[no-untyped-def]
+            if not reading.is_set():
+                reading.set()
+                assert release.wait(10)
+            return super().fetchall(sql, params)
+
+    seen: dict[str, int] = {}
+
+    def read(name: str, wrap: type[RecordingTx], log: list[object]) -> None:
+        with store.transaction(write=False) as tx:
+            recorder = wrap(tx)
+            seen[name] = rollups.daily(recorder, "a/b", NOW, 3)[0][1].jobs
+            log.extend(params[1] for _, params in recorder.queries)
+
+    slow_log: list[object] = []
+    other_log: list[object] = []
+    slow = threading.Thread(target=read, args=("slow", SlowTx, slow_log))
+    slow.start()
+    assert reading.wait(10)  # the slow reader is inside the query of `day`
+    other = threading.Thread(target=read, args=("other", RecordingTx, other_log))
+    other.start()
+    release.set()
+    slow.join(10)
+    other.join(10)
+    assert seen == {"slow": 1, "other": 1}
+    assert slow_log.count(day) == 1
+    assert day not in other_log  # it waited for the slow reader's result

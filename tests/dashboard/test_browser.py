@@ -23,9 +23,18 @@ def page(browser: Any) -> Iterator[Any]:
     tab = context.new_page()
     dialogs: list[str] = []
     errors: list[str] = []
-    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    tab.on("pageerror", lambda e: errors.append(str(e)))
-    tab.on("console", lambda m: m.type == "error" and errors.append(f"{tab.url}: {m.text}"))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def on_console(message: Any) -> None:
+        if message.type == "error":
+            errors.append(f"{tab.url}: {message.text}")
+
+    tab.on("dialog", on_dialog)
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.on("console", on_console)
     tab.errors = errors  # the selection report's own blocked script is expected there
     yield tab
     context.close()

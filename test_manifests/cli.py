@@ -195,6 +195,11 @@ def merge_command(paths: tuple[Path, ...], output: Path | None) -> None:
 @click.option(
     "--label", "labels", multiple=True, help="run only tests with this label (repeatable)"
 )
+@click.option(
+    "--upstream-conftest",
+    is_flag=True,
+    help="also load PyTorch's test/conftest.py (off by default)",
+)
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 def test_command(
     manifests: tuple[Path, ...],
@@ -203,6 +208,7 @@ def test_command(
     selection: Path | None,
     shard: int | None,
     labels: tuple[str, ...],
+    upstream_conftest: bool,
     pytest_args: tuple[str, ...],
 ) -> None:
     """Run upstream PyTorch tests against spyre under a manifest: [-- pytest args]."""
@@ -219,6 +225,7 @@ def test_command(
             chosen,
             list(labels),
             list(pytest_args),
+            upstream_conftest,
         )
     except ManifestError as exc:
         _fail(exc)

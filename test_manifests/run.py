@@ -115,8 +115,13 @@ def pytest_args(
     selection: Selection | None,
     labels: list[str],
     extra: list[str],
+    upstream_conftest: bool = False,
 ) -> list[str]:
-    """The full pytest argument list for a manifest run."""
+    """The full pytest argument list for a manifest run.
+
+    PyTorch's own test/conftest.py serves its CI (sharding, step-current, reruns) and tracks
+    the pytest version PyTorch pins; unless asked for, it is not loaded (`--noconftest`).
+    """
     paths = list(manifests) + ([selection.overlay] if selection and selection.overlay else [])
     loaded = load_manifests(paths)
     manifest = merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
@@ -127,6 +132,8 @@ def pytest_args(
     if roots.device_root:
         args += ["--device-src", roots.device_root]
     args += [arg for label in labels for arg in ("--manifest-label", label)]
+    if not upstream_conftest:
+        args.append("--noconftest")
     if selection is not None:
         base = Path(roots.torch_root or ".")
         args += [str(base / node) for node in selection.ids]

@@ -26,7 +26,7 @@ def test_collected_variants_follow_op_and_dtype_rules(upstream: UpstreamTree) ->
               tests:
                 - names: [TestOpsLike::test_runs]
                   edits:
-                    ops: {exclude: [{name: mul}]}
+                    ops: {include: [{name: sub}], exclude: [{name: mul}]}
                     dtypes:
                       include: [{name: bfloat16}]
                       exclude: [{name: float16}]
@@ -36,11 +36,14 @@ def test_collected_variants_follow_op_and_dtype_rules(upstream: UpstreamTree) ->
     )
     assert upstream.collected_ids() == {
         # float64 is above the ceiling, float16 excluded, bfloat16 injected (upstream's
-        # allowed_dtypes never had it), mul excluded for this test only.
+        # allowed_dtypes never had it), mul excluded for this test only, sub injected from
+        # op_db although the template's op list never had it.
         "TestOpsLikeSPYRE::test_runs_add_spyre_float32",
         "TestOpsLikeSPYRE::test_runs_add_spyre_bfloat16",
         "TestOpsLikeSPYRE::test_runs_abs_spyre_float32",
         "TestOpsLikeSPYRE::test_runs_abs_spyre_bfloat16",
+        "TestOpsLikeSPYRE::test_runs_sub_spyre_float32",
+        "TestOpsLikeSPYRE::test_runs_sub_spyre_bfloat16",
         "TestOpsLikeSPYRE::test_plain_spyre_float32",
         "TestOpsLikeSPYRE::test_plain_spyre_float16",
     }
@@ -178,6 +181,8 @@ def test_modules_filtered_by_supported_modules(upstream: UpstreamTree) -> None:
               tests:
                 - names: [TestModuleLike::test_forward]
                   tags: [model__tiny]
+                  edits:
+                    modules: {include: [{name: torch.nn.Tanh}]}
           global:
             supported_dtypes: [float32]
             supported_modules: [torch.nn.Linear, torch.nn.ReLU]
@@ -187,6 +192,7 @@ def test_modules_filtered_by_supported_modules(upstream: UpstreamTree) -> None:
     assert ids == {
         "TestModuleLikeSPYRE::test_forward_nn_Linear_spyre_float32",
         "TestModuleLikeSPYRE::test_forward_nn_ReLU_spyre_float32",
+        "TestModuleLikeSPYRE::test_forward_nn_Tanh_spyre_float32",  # injected from module_db
     }
 
 

@@ -7,6 +7,7 @@ only as deep as the merge base of the PR needs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ SPARSE_PATHS = (
     "tools/autograd/derivatives.yaml",
 )
 FIRST_DEPTH = 50
+VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")  # a release: 2.14 or v2.14.1
 DEEPEN_STEPS = (200, 1000)
 
 
@@ -36,7 +38,8 @@ class Checkout:
 def sparse_checkout(url: str, dest: Path, head: str, base: str = "") -> Checkout:
     """Fetch `head` (and `base`) from `url` into `dest`, check `head` out sparsely.
 
-    `base` may be a SHA, a ref or `REV^`. The comparison point is the merge base
+    `base` and `head` may be a SHA, a ref, a release version (`2.14`: its newest patch
+    release tag) or, for `base`, `REV^`. The comparison point is the merge base
     of base and head, so that a PR is compared with where it branched off, not
     with whatever its base branch has gained since.
     """
@@ -64,7 +67,38 @@ def _init(dest: Path, url: str) -> git.Repo:
     return repo
 
 
+def release_tag(spec: str, tags: list[str]) -> str | None:
+    """The tag a version spec names: `2.14.1` -> `v2.14.1`; `2.14` -> its newest patch
+    release (release candidates excluded). None when `spec` is not a version. Pure."""
+    match = VERSION.match(spec)
+    if match is None:
+        return None
+    major, minor, patch = match.groups()
+    if patch is not None:
+        wanted = f"v{major}.{minor}.{patch}"
+        return wanted if wanted in tags else None
+    patches = [
+        int(m.group(3))
+        for m in (VERSION.match(tag) for tag in tags)
+        if m and m.group(3) is not None and m.group(1, 2) == (major, minor)
+    ]
+    return f"v{major}.{minor}.{max(patches)}" if patches else None
+
+
+def _remote_tags(repo: git.Repo, spec: str) -> list[str]:
+    try:
+        listing = str(repo.git.ls_remote("--tags", "--refs", "origin", f"v{spec}*"))
+    except git.GitCommandError as exc:
+        raise CheckoutFailed(f"cannot list the tags of {_url(repo)}: {exc.stderr.strip()}") from exc
+    return [line.split("refs/tags/", 1)[1] for line in listing.splitlines() if "refs/tags/" in line]
+
+
 def _fetch(repo: git.Repo, rev: str, depth: int = FIRST_DEPTH) -> str:
+    if VERSION.match(rev):
+        tag = release_tag(rev, _remote_tags(repo, rev.lstrip("v")))
+        if tag is None:
+            raise CheckoutFailed(f"{rev!r}: no release tag v{rev.lstrip('v')}* in {_url(repo)}")
+        rev = f"refs/tags/{tag}"
     try:
         repo.git.fetch(
             "--quiet", "--no-tags", f"--depth={depth}", "--filter=blob:none", "origin", rev

@@ -7,7 +7,7 @@ from pathlib import Path
 import git
 import pytest
 
-from spyre_ci.ci.upstream import CheckoutFailed, sparse_checkout
+from spyre_ci.ci.upstream import CheckoutFailed, release_tag, sparse_checkout
 
 
 def _commit(repo: git.Repo, files: dict[str, str], message: str) -> str:
@@ -84,3 +84,25 @@ def test_unknown_ref_names_the_ref(
     repo, _ = upstream
     with pytest.raises(CheckoutFailed, match="cannot fetch 'no-such-branch'"):
         sparse_checkout(f"file://{repo.working_dir}", tmp_path / "co", "no-such-branch")
+
+
+def test_release_tag_names_the_newest_patch_release_without_candidates() -> None:
+    tags = ["v2.13.0", "v2.13.1", "v2.14.0-rc1", "v2.14.0", "v2.14.1", "v2.140.0", "ciflow/x"]
+    assert release_tag("2.13", tags) == "v2.13.1"
+    assert release_tag("2.14", tags) == "v2.14.1"
+    assert release_tag("v2.14.0", tags) == "v2.14.0"
+    assert release_tag("2.15", tags) is None
+    assert release_tag("main", tags) is None
+
+
+def test_version_range_checks_out_release_tags(
+    upstream: tuple[git.Repo, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, shas = upstream
+    repo.create_tag("v2.13.0", ref=shas["base"])
+    repo.create_tag("v2.14.0", ref=shas["base"])
+    repo.create_tag("v2.14.1", ref=shas["later"], message="annotated release tag")
+    checkout = sparse_checkout(f"file://{repo.working_dir}", tmp_path / "co", "2.14", "2.13")
+    assert (checkout.head_sha, checkout.base_sha) == (shas["later"], shas["base"])
+    with pytest.raises(CheckoutFailed, match=r"no release tag v2\.15\*"):
+        sparse_checkout(f"file://{repo.working_dir}", tmp_path / "co", "2.15")

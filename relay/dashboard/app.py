@@ -46,7 +46,10 @@ def router(state: RelayState) -> APIRouter:
     settings = dashboard_settings(state.config.extra)
 
     def allowlisted_levels() -> dict[str, str]:
-        return {entry.repo: entry.level for entry in state.allowlist.current().entries}
+        # Configured targets (the built-in local target) report under their own name.
+        levels: dict[str, str] = {t.name: t.level for t in state.config.targets}
+        levels.update({entry.repo: entry.level for entry in state.allowlist.current().entries})
+        return levels
 
     return dashboard_router(
         state.store,

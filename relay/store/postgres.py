@@ -47,6 +47,8 @@ class PostgresStore(Store):
         self._connect_timeout = connect_timeout
         # Keep as many idle connections as the web server has worker threads (anyio's
         # default: 40): reconnecting costs more than a webhook's whole transaction.
+        # No group commit here (unlike SQLite): PostgreSQL already shares WAL flushes
+        # between concurrent commits, and measured faster with one transaction per webhook.
         self._pool: Pool[Any] = Pool(self._connect, lambda c: c.close(), max_idle=40)
 
     def _connect(self) -> Any:

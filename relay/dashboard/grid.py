@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import quote
 
-from relay.dashboard import queries
+from relay.dashboard import queries, upstream
 from relay.dashboard.presentation import EVENT_FILTERS
 from relay.dashboard.rollup import Rollups
 from relay.dashboard.views import (
@@ -106,13 +106,16 @@ def change_page(
     if pr is not None:
         runs = queries.job_runs_for_pr(tx, pr)
         dispatched = queries.dispatches_for_pr(tx, pr)
+        webhook = queries.upstream_delivery_for_pr(tx, pr)
     elif sha is not None:
         runs = queries.job_runs_for_sha(tx, sha)
         dispatched = queries.dispatches_for_sha(tx, sha)
+        webhook = queries.upstream_delivery_for_sha(tx, sha)
     else:
         assert delivery is not None
         runs = queries.job_runs_for_delivery(tx, delivery)
         dispatched = queries.dispatches_for_delivery(tx, delivery)
+        webhook = queries.upstream_delivery(tx, delivery)
     if repo:
         runs = [r for r in runs if r["repo"] == repo]
         dispatched = [d for d in dispatched if d["repo"] == repo]
@@ -144,6 +147,11 @@ def change_page(
         "delivery_id": delivery,
         "repo": repo,
         "event": _event_of([*dispatched, *runs]),
+        "upstream": upstream.describe(
+            webhook["payload"], webhook["event"], webhook["pr_number"], webhook["head_sha"]
+        )
+        if webhook
+        else None,
         "head_sha": all_shas[0] if all_shas else None,
         "earlier_shas": all_shas[1:],
         "backends": sorted(backends.values(), key=lambda b: (level_rank(b["level"]), b["repo"])),

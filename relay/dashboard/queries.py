@@ -221,6 +221,29 @@ def dispatches_for_sha(tx: Tx, sha_prefix: str) -> list[Row]:
     )
 
 
+def upstream_delivery_for_pr(tx: Tx, number: int) -> Row | None:
+    return tx.fetchone(
+        "SELECT event, pr_number, head_sha, payload FROM deliveries"
+        " WHERE pr_number = ? AND event = 'pull_request' ORDER BY received_at DESC LIMIT 1",
+        (number,),
+    )
+
+
+def upstream_delivery_for_sha(tx: Tx, sha_prefix: str) -> Row | None:
+    return tx.fetchone(
+        "SELECT event, pr_number, head_sha, payload FROM deliveries"
+        " WHERE head_sha >= ? AND head_sha < ? ORDER BY received_at DESC LIMIT 1",
+        (sha_prefix, sha_prefix + "g"),
+    )
+
+
+def upstream_delivery(tx: Tx, delivery_id: str) -> Row | None:
+    return tx.fetchone(
+        "SELECT event, pr_number, head_sha, payload FROM deliveries WHERE delivery_id = ?",
+        (delivery_id,),
+    )
+
+
 def selection_summaries(tx: Tx, selection_ids: Sequence[str]) -> dict[str, Row]:
     if not selection_ids:
         return {}

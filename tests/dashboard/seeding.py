@@ -30,6 +30,7 @@ SHA_PUSH = "c3" * 20
 SHA_NIGHTLY = "d4" * 20
 XSS_JOB = '<script>window.__xss = "job"</script>'
 XSS_CAUSE = "<img src=x onerror=\"window.__xss='cause'\">"
+PR_TITLE = "Fix <img src=x onerror=\"window.__xss='title'\"> in add"
 XSS_RATIONALE = "<b>not bold</b> because <script>window.__xss = 'rationale'</script>"
 REPORT_HTML = (
     "<!doctype html><html><head><title>Selection report</title>"
@@ -62,6 +63,7 @@ def webhooks(relay_url: str) -> dict[str, str]:
     opened = json.loads(fixture_body("pull_request.opened"))
     opened["number"] = opened["pull_request"]["number"] = PR_NUMBER
     opened["pull_request"]["head"]["sha"] = SHA_OPENED
+    opened["pull_request"]["title"] = PR_TITLE
     sync = copy.deepcopy(opened)
     sync["action"] = "synchronize"
     sync["pull_request"]["head"]["sha"] = SHA_SYNC

@@ -10,6 +10,7 @@ from tests.dashboard.seeding import (
     L2_REPO,
     L4_REPO,
     PR_NUMBER,
+    PR_TITLE,
     SHA_NIGHTLY,
     SHA_OPENED,
     SHA_PUSH,
@@ -87,6 +88,13 @@ def test_grid_filters(seeded_relay: SeededRelay) -> None:
 def test_pr_page_shows_every_backend_for_the_newest_head(seeded_relay: SeededRelay) -> None:
     page = _get(seeded_relay, f"/api/crcr/pr/{PR_NUMBER}").json()
     assert (page["head_sha"], page["earlier_shas"]) == (SHA_SYNC, [SHA_OPENED])
+    assert page["upstream"] == {
+        "title": PR_TITLE,
+        "author": "Codertocat",
+        "url": f"https://github.com/Codertocat/Hello-World/pull/{PR_NUMBER}",
+        "ref": "changes",
+        "state": "open",
+    }
     assert [b["repo"] for b in page["backends"]] == [L4_REPO, L2_REPO, L1_REPO]
     l4, l2, l1 = page["backends"]
     assert {j["job_name"] for j in l4["jobs"]} == {"test (1/2)", "test (2/2)", XSS_JOB}

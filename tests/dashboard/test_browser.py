@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from tests.dashboard.conftest import SeededRelay
-from tests.dashboard.seeding import L1_REPO, L2_REPO, L4_REPO, PR_NUMBER, XSS_CAUSE, XSS_JOB
+from tests.dashboard.seeding import (
+    L1_REPO,
+    L2_REPO,
+    L4_REPO,
+    PR_NUMBER,
+    PR_TITLE,
+    XSS_CAUSE,
+    XSS_JOB,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -107,6 +115,11 @@ def test_click_through_overview_backend_change_report(
 
     tab.locator("table.grid tbody tr th a").first.click()
     tab.wait_for_url(f"**/crcr/pr/{PR_NUMBER}")
+    upstream = tab.locator("p.upstream")
+    assert PR_TITLE in upstream.inner_text() and upstream.locator("img").count() == 0
+    assert upstream.get_by_role("link").get_attribute("href") == (
+        f"https://github.com/Codertocat/Hello-World/pull/{PR_NUMBER}"
+    )
     sections = tab.locator("section.backend")
     assert sections.locator("h2 a").all_inner_texts() == [L4_REPO, L2_REPO, L1_REPO]
     l4 = sections.nth(0)

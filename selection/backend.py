@@ -12,7 +12,15 @@ from pathlib import Path
 
 import test_manifests
 from selection.model import TestInstance
-from test_manifests import Manifest, ManifestError, load_manifests, resolve, reused_files
+from test_manifests import (
+    Manifest,
+    ManifestError,
+    TemplateScope,
+    load_manifests,
+    resolve,
+    reused_files,
+    template_scope,
+)
 from test_manifests import TestInstance as ManifestInstance
 from test_manifests.merge import merge_manifests
 from test_manifests.rules import listed_entries, matching_file
@@ -30,6 +38,7 @@ class ScopeAnswer:
     runs: bool
     mode: str
     reason: str
+    reason_final: bool = True  # False: computed without looking up the entry's reason
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class BackendScope:
         self.manifest = manifest
         self.sources = sources
         self._cache: dict[tuple[str, str, str, str | None, str | None], ScopeAnswer] = {}
+        self._templates: dict[tuple[str, str, str], TemplateScope] = {}
 
     @classmethod
     def load(cls, paths: list[Path] | None = None) -> BackendScope:
@@ -87,28 +97,56 @@ class BackendScope:
                 return f"{entry.mode.value}: {entry.reason}"
         return None
 
-    def answer(self, instance: TestInstance) -> ScopeAnswer:
-        op, variant = _split_op(instance.op)
+    def _template_scope(self, instance: TestInstance) -> TemplateScope:
+        key = (instance.file, instance.test_class, instance.template)
+        if key not in self._templates:
+            self._templates[key] = template_scope(self.manifest, *key)
+        return self._templates[key]
+
+    def runs(self, instance: TestInstance) -> bool:
+        """Does the backend run this instance? Cheap template-level answers first (most
+        upstream instances are never reused), the full resolution only for the rest."""
+        scope = self._template_scope(instance)
+        if not scope.reused:
+            return False
+        name, variant = _split_op(instance)
+        if name is not None and scope.ops is not None:
+            full = f"{name}.{variant}" if variant else name
+            if name not in scope.ops and full not in scope.ops:  # test_manifests' op_matches
+                return False
+        if (
+            instance.dtype is not None
+            and scope.dtypes is not None
+            and instance.dtype not in scope.dtypes
+        ):
+            return False
+        return self.answer(instance, with_reason=False).runs
+
+    def answer(self, instance: TestInstance, with_reason: bool = True) -> ScopeAnswer:
+        """The manifests' full resolution: runs or not, the mode, and why."""
         key = (instance.file, instance.test_class, instance.template, instance.op, instance.dtype)
-        if key not in self._cache:
-            resolution = resolve(
-                self.manifest,
-                ManifestInstance(
-                    instance.file,
-                    instance.test_class,
-                    instance.template,
-                    op=op,
-                    dtype=_single_dtype(instance.dtype),
-                    op_variant=variant,
-                ),
-            )
-            mode = resolution.mode.value if resolution.mode is not None else "skip"
-            reason = resolution.reason or _rule(resolution)
-            mode_decision = (resolution.decisions or {}).get("mode")
-            if not resolution.runs and mode_decision is not None and mode_decision.value == "skip":
-                reason = self._entry_reason(instance) or reason
-            self._cache[key] = ScopeAnswer(resolution.runs, mode, reason)
-        return self._cache[key]
+        cached = self._cache.get(key)
+        if cached is not None and (cached.runs or not with_reason or cached.reason_final):
+            return cached
+        op, variant = _split_op(instance)
+        manifest_instance = ManifestInstance(
+            instance.file,
+            instance.test_class,
+            instance.template,
+            op=op,
+            dtype=instance.dtype,
+            op_variant=variant,
+        )
+        resolution = resolve(self.manifest, manifest_instance)
+        mode = resolution.mode.value if resolution.mode is not None else "skip"
+        reason = resolution.reason or _rule(resolution)
+        mode_decision = (resolution.decisions or {}).get("mode")
+        skipped = mode_decision is not None and mode_decision.value == "skip"
+        if with_reason and not resolution.runs and skipped:
+            reason = self._entry_reason(instance) or reason
+        answer = ScopeAnswer(resolution.runs, mode, reason, with_reason)
+        self._cache[key] = answer
+        return answer
 
 
 _SUITE_SCALARS = ("owner", "reason", "issue")
@@ -137,15 +175,10 @@ def _rule(resolution: object) -> str:
     return decision.rule if decision is not None else "not named by any manifest"
 
 
-def _split_op(op: str | None) -> tuple[str | None, str | None]:
-    """OpInfo full name -> (name, variant): only a known variant suffix can be split off,
-    so the op name is taken as given and the variant left to the manifest's matching."""
-    return op, None
-
-
-def _single_dtype(dtype: str | None) -> str | None:
-    if dtype is None or (
-        "_" in dtype and not dtype.startswith(("float", "complex", "uint", "int", "bfloat"))
-    ):
-        return dtype
-    return dtype
+def _split_op(instance: TestInstance) -> tuple[str | None, str | None]:
+    """(OpInfo name, variant_test_name) as the manifests match them."""
+    if instance.op is None:
+        return None, None
+    if instance.op_variant and instance.op.endswith("." + instance.op_variant):
+        return instance.op[: -len(instance.op_variant) - 1], instance.op_variant
+    return instance.op, None

@@ -17,7 +17,7 @@ from selection.model import (
     SymbolChange,
 )
 from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
-from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration, parse_database
+from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration
 from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
 from selection.upstream import (
     DTYPE_HELPERS,
@@ -29,9 +29,16 @@ from selection.upstream import (
 )
 
 
-def diff_symbols(path: str, old: dict[str, Symbol], new: dict[str, Symbol]) -> list[SymbolChange]:
+def diff_symbols(
+    path: str,
+    old: dict[str, Symbol],
+    new: dict[str, Symbol],
+    skip: Callable[[str], bool] = lambda _n: False,
+) -> list[SymbolChange]:
     changes: list[SymbolChange] = []
     for name in sorted(set(old) | set(new)):
+        if skip(name):
+            continue
         device_named = any(names_other_device(part) for part in name.split("."))
         if name not in old:
             changes.append(SymbolChange(path, name, ChangeKind.added, device_named))
@@ -110,6 +117,8 @@ def diff_databases(
             changes.append(EntryChange(database, name, variant, ChangeKind.added, path))
         elif key not in new:
             changes.append(EntryChange(database, name, variant, ChangeKind.removed, path))
+        elif old[key].text_hash and old[key].text_hash == new[key].text_hash:
+            continue  # same source text: nothing to compare
         else:
             fields = diff_entry_fields(old[key], new[key])
             if fields:
@@ -117,6 +126,10 @@ def diff_databases(
                     EntryChange(database, name, variant, ChangeKind.modified, path, tuple(fields))
                 )
     return changes
+
+
+def _is_db_list(qualname: str) -> bool:
+    return qualname.endswith("_db")
 
 
 class Detector:
@@ -175,8 +188,13 @@ class Detector:
         error = self.base.errors.get(path) or self.head.errors.get(path)
         if old is None or new is None:
             return FileChange(path, kind, error or "could not be read")
-        symbol_changes = diff_symbols(path, old, new)
-        if is_database_file(path):
+        database = is_database_file(path)
+        # Database lists are compared entry by entry below: fingerprinting all of `op_db`
+        # as one symbol would cost seconds for nothing.
+        symbol_changes = diff_symbols(
+            path, old, new, skip=_is_db_list if database else lambda _n: False
+        )
+        if database:
             symbol_changes = self._database(changes, path, symbol_changes)
         if is_test_file(path):
             changes.templates.extend(
@@ -191,19 +209,12 @@ class Detector:
         self, changes: ChangeSet, path: str, symbols: list[SymbolChange]
     ) -> list[SymbolChange]:
         """Entries of `*_db` lists are compared entry by entry instead of as one symbol."""
-        old_tree, new_tree = self.base.module(path), self.head.module(path)
-        old = (
-            parse_database(old_tree, path, self.dtype_eval("base")).entries
-            if old_tree is not None
-            else {}
-        )
-        new = (
-            parse_database(new_tree, path, self.dtype_eval("head")).entries
-            if new_tree is not None
-            else {}
-        )
+        old_parse = self.base.database(path, self.dtype_eval("base"))
+        new_parse = self.head.database(path, self.dtype_eval("head"))
+        old = old_parse.entries if old_parse is not None else {}
+        new = new_parse.entries if new_parse is not None else {}
         changes.entries.extend(diff_databases(path, old, new))
-        return [s for s in symbols if not s.qualname.endswith("_db")]
+        return symbols
 
     def _native(self, changes: ChangeSet, path: str, kind: ChangeKind) -> FileChange:
         source = "derivatives" if path.endswith("derivatives.yaml") else "native_functions"

@@ -73,7 +73,12 @@ def _op_dtypes(
 
 
 def _instance(
-    template: Template, device: DeviceProfile, name: str, op: str | None, dtype: str | None
+    template: Template,
+    device: DeviceProfile,
+    name: str,
+    op: str | None,
+    dtype: str | None,
+    variant: str = "",
 ) -> TestInstance:
     return TestInstance(
         file=template.file,
@@ -83,6 +88,7 @@ def _instance(
         name=name,
         op=op,
         dtype=dtype,
+        op_variant=variant,
     )
 
 
@@ -142,6 +148,7 @@ def _enumerate_ops(
                     f"{template.method}_{entry.formatted_name}_*",
                     entry.full_name,
                     None,
+                    entry.variant,
                 )
             )
             continue
@@ -150,5 +157,5 @@ def _enumerate_ops(
             name = f"{template.method}_{entry.formatted_name}_{device.name}{suffix}"
             if name not in seen:
                 seen.add(name)
-                out.append(_instance(template, device, name, entry.full_name, dtype))
+                out.append(_instance(template, device, name, entry.full_name, dtype, entry.variant))
     return out, exact

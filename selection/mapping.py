@@ -32,11 +32,9 @@ from selection.oplists import OpDatabase
 from selection.pyast import MODULE_SYMBOL, Symbol
 from selection.refgraph import MACHINERY_FILES, ReferenceGraph, SymbolKey
 from selection.universe import Universe
-from selection.upstream import INTERNAL, is_database_file
+from selection.upstream import INTERNAL, NOT_DEVICE_GENERIC, is_database_file
 
 MAX_CAUSES = 6
-# Infrastructure that device-generic op tests never import.
-NOT_DEVICE_GENERIC = ("distributed/", "generated/", "optests/", "codegen/", "test_module/")
 NEARLY_ALL = 0.5  # a helper reaching more than half of the ops is treated as machinery
 _ATEN = re.compile(r"aten\.(\w+)")
 
@@ -256,6 +254,13 @@ class Mapper:
                 )
         for file in self.changes.files:
             path = file.path
+            if path.startswith(INTERNAL + "/") and path.removeprefix(INTERNAL + "/").startswith(
+                NOT_DEVICE_GENERIC
+            ):
+                self.result.no_effect.append(
+                    f"{path}: distributed/generated test helpers, not used by device-generic tests"
+                )
+                continue
             if not path.startswith("torch/") or path.startswith(INTERNAL) or path in handled:
                 continue
             if not path.endswith(".py") or _other_device_path(path):

@@ -108,6 +108,7 @@ class TestInstance:
     name: str  # generated method name, e.g. test_out_add_spyre_float32
     op: str | None = None  # OpInfo full name ("add", "linalg.norm.subgradients_at_zero")
     dtype: str | None = None
+    op_variant: str = ""  # the variant_test_name part of `op`, if any
 
     @property
     def node_id(self) -> str:

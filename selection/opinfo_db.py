@@ -40,11 +40,40 @@ class DbEntry:
     info_class: str  # OpInfo, UnaryUfuncInfo, ModuleInfo, ...
     path: str
     lineno: int
-    fields: dict[str, str] = field(default_factory=dict)  # field -> fingerprint
     field_nodes: dict[str, ast.expr] = field(default_factory=dict)
-    decorations: dict[str, list[Decoration]] = field(default_factory=dict)
-    refs: frozenset[str] = frozenset()
     lists: tuple[str, ...] = ()  # the module-level lists holding it
+    call: ast.Call | None = None
+    text_hash: str = ""  # of the constructor call's source text (+ loop bindings)
+    dtype_eval: object | None = None
+    _lazy: dict[str, object] = field(default_factory=dict, repr=False)
+
+    # Fingerprints, decorations and references are computed on first use: most entries of
+    # a release are never compared (their source text is unchanged) nor searched.
+    @property
+    def fields(self) -> dict[str, str]:
+        if "fields" not in self._lazy:
+            self._lazy["fields"] = {name: _hash(node) for name, node in self.field_nodes.items()}
+        return self._lazy["fields"]  # type: ignore[return-value]
+
+    @property
+    def decorations(self) -> dict[str, list[Decoration]]:
+        if "decorations" not in self._lazy:
+            found: dict[str, list[Decoration]] = {}
+            for name in DECORATION_FIELDS:
+                node = self.field_nodes.get(name)
+                parsed = _decorations(node, self.dtype_eval) if node is not None else None
+                if parsed is not None:
+                    found[name] = parsed
+            self._lazy["decorations"] = found
+        return self._lazy["decorations"]  # type: ignore[return-value]
+
+    @property
+    def refs(self) -> frozenset[str]:
+        if "refs" not in self._lazy:
+            self._lazy["refs"] = (
+                referenced_names(self.call) if self.call is not None else frozenset()
+            )
+        return self._lazy["refs"]  # type: ignore[return-value]
 
     @property
     def key(self) -> tuple[str, str]:
@@ -190,6 +219,7 @@ def entry_from_call(
     lists: tuple[str, ...],
     dtype_eval: object | None = None,
     bindings: dict[str, object] | None = None,
+    lines: list[str] | None = None,
 ) -> DbEntry | None:
     info_class = _call_name(call.func)
     if not info_class.endswith("Info") or info_class == "DecorateInfo":
@@ -198,19 +228,26 @@ def entry_from_call(
     if identity is None:
         return None
     database = {"ModuleInfo": "moduleinfo", "ForeachFuncInfo": "foreach"}.get(info_class, "opinfo")
-    entry = DbEntry(database, identity[0], identity[1], info_class, path, call.lineno, lists=lists)
+    entry = DbEntry(
+        database,
+        identity[0],
+        identity[1],
+        info_class,
+        path,
+        call.lineno,
+        lists=lists,
+        call=call,
+        dtype_eval=dtype_eval,
+    )
     for index, arg in enumerate(call.args[1:], start=1):
-        entry.fields[f"<arg{index}>"] = _hash(arg)
         entry.field_nodes[f"<arg{index}>"] = arg
     for keyword in call.keywords:
-        key = keyword.arg or "**"
-        entry.fields[key] = _hash(keyword.value)
-        entry.field_nodes[key] = keyword.value
-        if key in DECORATION_FIELDS:
-            parsed = _decorations(keyword.value, dtype_eval)
-            if parsed is not None:
-                entry.decorations[key] = parsed
-    entry.refs = referenced_names(call)
+        entry.field_nodes[keyword.arg or "**"] = keyword.value
+    if lines is not None:
+        text = "\n".join(lines[call.lineno - 1 : call.end_lineno or call.lineno])
+        entry.text_hash = hashlib.sha1(
+            f"{text}\0{sorted((bindings or {}).items())!r}".encode()
+        ).hexdigest()
     return entry
 
 
@@ -320,9 +357,12 @@ class DbParse:
     duplicates: list[str]
 
 
-def parse_database(tree: ast.Module, path: str, dtype_eval: object | None = None) -> DbParse:
+def parse_database(
+    tree: ast.Module, path: str, dtype_eval: object | None = None, text: str | None = None
+) -> DbParse:
     """Every entry of the module-level `*_db` lists of one database file."""
     result = DbParse({}, {}, [])
+    lines = text.splitlines() if text is not None else None
     factories = {
         s.name: s
         for s in tree.body
@@ -335,7 +375,7 @@ def parse_database(tree: ast.Module, path: str, dtype_eval: object | None = None
         if list_name is None or value is None:
             continue
         for call, bindings in _info_calls(value, {}, factories):
-            entry = entry_from_call(call, path, (list_name,), dtype_eval, bindings)
+            entry = entry_from_call(call, path, (list_name,), dtype_eval, bindings, lines)
             if entry is None:
                 continue
             key = (entry.database, entry.name, entry.variant)

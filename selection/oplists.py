@@ -48,6 +48,9 @@ class OpDatabase:
     class_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     class_default_dtypes: dict[str, ast.expr] = field(default_factory=dict)
     dtype_eval: DtypeEvaluator = field(default_factory=lambda: DtypeEvaluator(None))
+    _dtype_cache: dict[tuple[str, str, str, str], tuple[str, ...] | None] = field(
+        default_factory=dict
+    )
 
     def add_entries(
         self, entries: dict[EntryKey, DbEntry], lists: dict[str, list[EntryKey]]
@@ -90,6 +93,12 @@ class OpDatabase:
 
     def supported_dtypes(self, entry: DbEntry, device: str) -> tuple[str, ...] | None:
         """OpInfo.supported_dtypes(device) for a device without its own `dtypesIf...` list."""
+        key = (entry.database, entry.name, entry.variant, device)
+        if key not in self._dtype_cache:
+            self._dtype_cache[key] = self._supported_dtypes(entry, device)
+        return self._dtype_cache[key]
+
+    def _supported_dtypes(self, entry: DbEntry, device: str) -> tuple[str, ...] | None:
         if entry.database == "foreach":
             return ALL_DTYPES
         per_device = self.field(entry, "dtypesIf")

@@ -71,7 +71,7 @@ class ReferenceGraph:
             _, qualname = queue.popleft()
             if qualname == MODULE_SYMBOL:
                 continue
-            for user in self.users.get(short_name(qualname), ()):
+            for user in self._users_of(qualname):
                 # Database lists are mapped entry by entry: going through `op_db` would
                 # make every op reach every helper any op uses.
                 if user[1].endswith(DATABASE_SUFFIX) and user[1] != qualname:
@@ -80,6 +80,14 @@ class ReferenceGraph:
                     seen.add(user)
                     queue.append(user)
         return seen
+
+    def _users_of(self, qualname: str) -> set[SymbolKey]:
+        """Symbols naming this one. A dunder method (`__init__`) is reached through its class:
+        by its own name it would link every constructor call in the code base."""
+        name = short_name(qualname)
+        if name.startswith("__") and name.endswith("__") and "." in qualname:
+            name = qualname.split(".", 1)[0]
+        return self.users.get(name, set())
 
     def forward_closure(
         self, roots: Iterable[SymbolKey], within: tuple[str, ...]

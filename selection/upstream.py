@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 
 from selection.dtypes_eval import DtypeEvaluator
-from selection.opinfo_db import parse_database
+from selection.opinfo_db import DbParse, parse_database
 from selection.oplists import OpDatabase
 from selection.sources.tree import SourceTree
 
@@ -41,7 +41,15 @@ SYMBOL_PREFIXES = (
 )
 
 
+# Testing infrastructure that device-generic op tests never import (compared file by file).
+NOT_DEVICE_GENERIC = ("distributed/", "generated/", "optests/", "codegen/", "test_module/")
+
+
 def analysed_by_symbol(path: str) -> bool:
+    if path.startswith(INTERNAL + "/") and path.removeprefix(INTERNAL + "/").startswith(
+        NOT_DEVICE_GENERIC
+    ):
+        return False
     return path.endswith(".py") and path.startswith(SYMBOL_PREFIXES)
 
 
@@ -75,6 +83,16 @@ class ParsedTrees:
     tree: SourceTree
     modules: dict[str, ast.Module | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    databases: dict[str, DbParse] = field(default_factory=dict)
+
+    def database(self, path: str, dtype_eval: DtypeEvaluator) -> DbParse | None:
+        """The entries of one database file (parsed once per revision, shared by stages)."""
+        if path not in self.databases:
+            tree = self.module(path)
+            if tree is None:
+                return None
+            self.databases[path] = parse_database(tree, path, dtype_eval, self.tree.read(path))
+        return self.databases[path]
 
     def module(self, path: str) -> ast.Module | None:
         if path not in self.modules:
@@ -112,7 +130,8 @@ def load_database(trees: ParsedTrees) -> OpDatabase:
             continue
         db.add_classes(tree)
         dtype_eval.add_module(tree)  # module-level dtype constants used by entries
-        parsed = parse_database(tree, path, dtype_eval)
-        db.add_entries(parsed.entries, parsed.lists)
+        parsed = trees.database(path, dtype_eval)
+        if parsed is not None:
+            db.add_entries(parsed.entries, parsed.lists)
         db.add_derived(tree)
     return db

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 from selection.detect import Detector
 from selection.mapping import Mapper
 from selection.model import StageReport
 from selection.oplists import OpDatabase
-from selection.pyast import Symbol, module_symbols
-from selection.refgraph import ReferenceGraph
+from selection.pyast import MODULE_SYMBOL, Symbol, module_symbols
+from selection.refgraph import MACHINERY_FILES, ReferenceGraph
 from selection.state import PipelineState
 from selection.universe import Universe, build_universe
-from selection.upstream import INTERNAL, load_database
-
-# Parts of the testing infrastructure that never reach device-generic op tests.
-_GRAPH_EXCLUDE = ("distributed/", "generated/", "optests/", "codegen/", "test_module/")
+from selection.upstream import INTERNAL, NOT_DEVICE_GENERIC, database_files, load_database
 
 
 class MapStage:
@@ -36,33 +35,59 @@ class MapStage:
             state.blind_spots.extend(universe.blind_spots)
         return state.context["universe"]  # type: ignore[return-value]
 
+    def _symbols_of(self, state: PipelineState, path: str) -> dict[str, Symbol] | None:
+        detector = state.context.get("detector")
+        if isinstance(detector, Detector):
+            return detector.symbols("head", path)
+        trees = state.request.head_trees
+        tree = trees.module(path)
+        return module_symbols(tree, trees.tree.read(path) or "") if tree is not None else None
+
     def _head_symbols(
         self, state: PipelineState, universe: Universe
     ) -> dict[str, dict[str, Symbol]]:
+        """Symbols of the files the reference graph needs.
+
+        Always: changed files, the databases, the machinery and the reused test files. Other
+        infrastructure files are parsed only when their text names something on the way
+        from a changed symbol (rounds until no file is added), instead of parsing them all.
+        """
         trees = state.request.head_trees
-        detector = state.context.get("detector")
-        paths = [
+        changes = state.changes.symbols if state.changes else []
+        always = {c.path for c in changes if c.path.startswith((INTERNAL + "/", "test/"))}
+        always |= set(database_files(trees)) | set(MACHINERY_FILES) | set(universe.modules)
+        others = [
             p
             for p in trees.tree.list(INTERNAL)
-            if p.endswith(".py") and not p.removeprefix(INTERNAL + "/").startswith(_GRAPH_EXCLUDE)
+            if p.endswith(".py")
+            and p not in always
+            and not p.removeprefix(INTERNAL + "/").startswith(NOT_DEVICE_GENERIC)
         ]
-        paths += list(universe.modules)
         symbols: dict[str, dict[str, Symbol]] = {}
-        for path in paths:
-            if isinstance(detector, Detector):
-                found = detector.symbols("head", path)
-            else:
-                tree = trees.module(path)
-                found = (
-                    module_symbols(tree, trees.tree.read(path) or "") if tree is not None else None
-                )
+        for path in always:
+            found = self._symbols_of(state, path)
             if found is not None:
                 symbols[path] = found
-        for change in state.changes.symbols if state.changes else []:
-            if change.path not in symbols and isinstance(detector, Detector):
-                found = detector.symbols("head", change.path)
+        frontier = {_link_name(c.qualname) for c in changes if not c.other_device_only} - {
+            MODULE_SYMBOL
+        }
+        seen = set(frontier)
+        while frontier and others:
+            pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(frontier))) + r")\b")
+            added = [p for p in others if pattern.search(trees.tree.read(p) or "")]
+            others = [p for p in others if p not in added]
+            for path in added:
+                found = self._symbols_of(state, path)
                 if found is not None:
-                    symbols[change.path] = found
+                    symbols[path] = found
+            users = {
+                _link_name(q)
+                for table in symbols.values()
+                for q, sym in table.items()
+                if q != MODULE_SYMBOL and sym.refs & frontier
+            }
+            frontier = users - seen
+            seen |= frontier
         return symbols
 
     def run(self, state: PipelineState) -> StageReport:
@@ -93,6 +118,14 @@ class MapStage:
             "unmapped_library_files": len(result.unmapped_library),
         }
         return StageReport(self.name, counts)
+
+
+def _link_name(qualname: str) -> str:
+    """The name other code uses to reach a symbol (a dunder method: its class)."""
+    name = qualname.rsplit(".", 1)[-1]
+    if name.startswith("__") and name.endswith("__") and "." in qualname:
+        return qualname.split(".", 1)[0]
+    return name
 
 
 def _candidate(inst: object):  # type: ignore[no-untyped-def]

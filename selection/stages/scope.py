@@ -38,7 +38,7 @@ class ScopeStage:
         reused: list[TestInstance] = []
         for inst in universe.instances:
             key = (inst.file, inst.test_class, inst.template)
-            if key not in skipped_upstream and backend.answer(inst).runs:
+            if key not in skipped_upstream and backend.runs(inst):
                 reused.append(inst)
         state.reused_total = len(reused)
         state.context["reused"] = reused

@@ -267,6 +267,15 @@ def callback_command(
 )
 @click.option("--upstream-sha", default="", help="The tested upstream SHA (nightly/manual runs).")
 @click.option("--artifact-url", default="")
+@click.option(
+    "--job-result",
+    "job_result_pairs",
+    multiple=True,
+    help="JOB=RESULT of a job not in --needs (e.g. test=failure from `ci wait-for-jobs`).",
+)
+@click.option(
+    "--job-status", default="", help="This job's own `job.status` (cancelled/failure count)."
+)
 @click.option("--conclusion", default=None, help="Override the computed conclusion.")
 @click.option(
     "--selection-dir",
@@ -288,13 +297,17 @@ def report_command(
     callback_url: str,
     audience: str,
     selection_dir: Path | None,
+    job_result_pairs: tuple[str, ...],
+    job_status: str,
     job_name: str | None,
     state_file: Path | None,
 ) -> None:
     """Aggregate the JUnit results and send the completed callback."""
     plan, event = _plan(event_path, upstream_sha)
     counts = _counts(junit_dir)
-    job_results = _job_results(needs_json)
+    job_results = {**_job_results(needs_json), **_pairs(job_result_pairs)}
+    if job_status:
+        job_results["this job"] = job_status
     final = conclusion or conclusion_for(
         planned_run=plan.run, job_results=job_results, tests_failed=counts.failed
     )
@@ -347,6 +360,16 @@ def _job_results(needs_json: str) -> dict[str, str]:
     return {
         job: str(info.get("result", "")) for job, info in needs.items() if isinstance(info, dict)
     }
+
+
+def _pairs(pairs: tuple[str, ...]) -> dict[str, str]:
+    results = {}
+    for pair in pairs:
+        job, sep, result = pair.partition("=")
+        if not sep or not job:
+            raise click.BadParameter(f"{pair!r} is not JOB=RESULT", param_hint="--job-result")
+        results[job] = result
+    return results
 
 
 def _started_at(state_file: Path) -> datetime:
@@ -418,3 +441,47 @@ def demo_command(directory: Path, upstream_repo: str) -> None:
     click.echo(f"  manifest:    {demo.manifest}")
     click.echo(f"  PR #101 (passes): {demo.good_event}")
     click.echo(f"  PR #102 (breaks add): {demo.bad_event}")
+
+
+@ci_group.command("wait-for-jobs")
+@click.option(
+    "--prefix", default="test", show_default=True, help="Job name (matrix legs: NAME (...))."
+)
+@click.option(
+    "--matrix", "matrix_json", default="", help="The shard matrix: how many legs to expect."
+)
+@click.option("--timeout", type=float, default=6 * 3600.0, show_default=True, help="Seconds.")
+@click.option(
+    "--interval", type=float, default=15.0, show_default=True, help="Seconds between polls."
+)
+def wait_for_jobs_command(prefix: str, matrix_json: str, timeout: float, interval: float) -> None:
+    """Wait for this run's test jobs (GitHub API, GITHUB_TOKEN with actions: read)."""
+    from spyre_ci.ci.jobs_wait import WaitFailed, wait_for_jobs
+
+    try:
+        expected = len(json.loads(matrix_json).get("include", [])) if matrix_json else 0
+    except (json.JSONDecodeError, AttributeError) as exc:
+        raise click.BadParameter(
+            f"not a matrix JSON object ({exc})", param_hint="--matrix"
+        ) from exc
+    token = runner_env.env("GITHUB_TOKEN")
+    if not token:
+        raise click.UsageError(
+            "GITHUB_TOKEN is not set (pass `env: GITHUB_TOKEN: ${{ github.token }}`)"
+        )
+    try:
+        state = wait_for_jobs(
+            api_url=runner_env.env("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
+            repo=runner_env.env("GITHUB_REPOSITORY"),
+            run_id=runner_env.env("GITHUB_RUN_ID"),
+            attempt=runner_env.env("GITHUB_RUN_ATTEMPT", "1"),
+            token=token,
+            prefix=prefix,
+            expected=expected,
+            timeout=timeout,
+            interval=interval,
+        )
+    except WaitFailed as exc:
+        raise click.ClickException(str(exc)) from exc
+    runner_env.write_outputs({"result": state.result})
+    click.echo(f"{state.seen} `{prefix}` job(s) finished: {state.result}", err=True)

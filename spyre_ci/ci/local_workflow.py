@@ -110,9 +110,10 @@ class _Runner:
             **self.run.extra_env,
         }
 
-    def step(self, job: JobOutcome, name: str, *args: str) -> bool:
-        """Run one step of `job` unless an earlier one failed; collect its outputs."""
-        if job.result == "failure":
+    def step(self, job: JobOutcome, name: str, *args: str, always: bool = False) -> bool:
+        """Run one step of `job` unless an earlier one failed (or `always`, as `if: always()`);
+        collect its outputs. The job fails when any of its steps fails."""
+        if job.result == "failure" and not always:
             return False
         index = len(self.steps)
         output = self.run.workdir / "outputs" / f"{index:02d}-{name}.txt"
@@ -132,7 +133,8 @@ class _Runner:
             ).returncode
         self.steps.append(StepRecord(name, command, code, log))
         job.outputs.update(parse_github_output(output.read_text()))
-        job.result = "success" if code == 0 else "failure"
+        if code != 0:
+            job.result = "failure"
         return code == 0
 
 
@@ -179,6 +181,10 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
             str(run.shards),
         )
 
+    # report starts once select is done: in_progress now, completed after the tests.
+    report = JobOutcome(result="success")
+    runner.step(report, "report-callback", "callback", "--status", "in_progress")
+
     test = JobOutcome()
     if select.result == "success" and select.outputs.get("has_tests") == "true":
         test.result = "success"
@@ -211,12 +217,7 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
             if leg.result == "failure":
                 test.result = "failure"
 
-    needs = {
-        "select": {"result": select.result, "outputs": select.outputs},
-        "test": {"result": test.result, "outputs": {}},
-    }
-    report = JobOutcome(result="success")
-    runner.step(report, "report-callback", "callback", "--status", "in_progress")
+    needs = {"select": {"result": select.result, "outputs": select.outputs}}
     runner.step(
         report,
         "report-report",
@@ -225,10 +226,15 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
         str(junit),
         "--needs",
         json.dumps(needs),
+        "--job-result",
+        f"test={test.result}",
+        "--job-status",
+        report.result,
         "--upstream-sha",
         select.outputs.get("head_sha", ""),
         "--selection-dir",
         str(selection),
+        always=True,
     )
     return WorkflowResult({"select": select, "test": test, "report": report}, runner.steps)
 

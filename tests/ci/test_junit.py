@@ -41,10 +41,10 @@ def test_counts_every_outcome_pytest_writes(pytester: pytest.Pytester) -> None:
 
 
 def test_shards_add_up(pytester: pytest.Pytester) -> None:
-    first = _junit_of(pytester, "def test_a(): pass\ndef test_b(): pass\n", "test_one")
-    second = _junit_of(pytester, "def test_c(): assert False\n", "test_two")
-    total = aggregate([("one.xml", first), ("two.xml", second)])
-    assert total.as_test_results() == {"passed": 2, "failed": 1, "skipped": 0, "total": 3}
+    first = _junit_of(pytester, MIXED_OUTCOMES, "test_mixed")
+    second = "<testsuites><testsuite><testcase name='c'/></testsuite></testsuites>"
+    total = aggregate([("shard-1.xml", first), ("shard-2.xml", second)])
+    assert total.as_test_results() == {"passed": 3, "failed": 3, "skipped": 2, "total": 8}
 
 
 def test_nested_suites_count_each_case_once() -> None:

@@ -119,6 +119,7 @@ def test_closed_pr_goes_round_the_local_loop_and_is_reported_skipped(tmp_path: P
         discovery = httpx.get(f"{relay.url}/local-oidc/.well-known/openid-configuration").json()
         assert discovery["issuer"] == f"{relay.url}/local-oidc"
         assert httpx.get(f"{relay.url}/local-oidc/token?audience=x").status_code == 401
+        _assert_issuer_tokens_name_the_target(relay.url, config)
 
         answer = post_webhook(relay.url, "pull_request", fixture_body("pull_request.closed"))
         assert answer.status_code == 202, answer.text
@@ -131,26 +132,20 @@ def test_closed_pr_goes_round_the_local_loop_and_is_reported_skipped(tmp_path: P
         assert "conclusion: skipped" in log, log
 
 
-def test_issuer_tokens_name_the_target_repository(tmp_path: Path) -> None:
-    port = free_port()
-    config = _config(tmp_path, port, upstream="unused")
-    with RelayServer(config, port=port, log_dir=tmp_path) as relay:
-        state = build_state(load_config(config))
-        # the secret every relay process derives from the webhook secret
-        token = issue_request_token(request_secret(state), LOCAL, "77", time.time())
-        state.close()
-        answer = httpx.get(
-            f"{relay.url}/local-oidc/token?api-version=2.0&audience=pytorch-cross-repo-ci-relay",
-            headers={"Authorization": f"bearer {token}"},
-        )
-        assert answer.status_code == 200, answer.text
-        jwks = httpx.get(f"{relay.url}/local-oidc/jwks").json()
-        key = jwt.PyJWK(jwks["keys"][0], algorithm="RS256").key
-        claims = jwt.decode(
-            answer.json()["value"],
-            key,
-            algorithms=["RS256"],
-            audience="pytorch-cross-repo-ci-relay",
-        )
-        assert (claims["repository"], claims["run_id"]) == (LOCAL, "77")
-        assert claims["iss"] == f"{relay.url}/local-oidc"
+def _assert_issuer_tokens_name_the_target(url: str, config: Path) -> None:
+    state = build_state(load_config(config))
+    # the secret every relay process derives from the webhook secret
+    token = issue_request_token(request_secret(state), LOCAL, "77", time.time())
+    state.close()
+    answer = httpx.get(
+        f"{url}/local-oidc/token?api-version=2.0&audience=pytorch-cross-repo-ci-relay",
+        headers={"Authorization": f"bearer {token}"},
+    )
+    assert answer.status_code == 200, answer.text
+    jwks = httpx.get(f"{url}/local-oidc/jwks").json()
+    key = jwt.PyJWK(jwks["keys"][0], algorithm="RS256").key
+    claims = jwt.decode(
+        answer.json()["value"], key, algorithms=["RS256"], audience="pytorch-cross-repo-ci-relay"
+    )
+    assert (claims["repository"], claims["run_id"]) == (LOCAL, "77")
+    assert claims["iss"] == f"{url}/local-oidc"

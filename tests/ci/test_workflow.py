@@ -48,21 +48,30 @@ def test_only_the_report_job_can_mint_an_oidc_token_and_no_secret_is_used(
 ) -> None:
     assert workflow["permissions"] == {"contents": "read"}
     jobs = workflow["jobs"]
-    assert jobs["report"]["permissions"]["id-token"] == "write"
+    assert jobs["report"]["permissions"] == {
+        "contents": "read",
+        "actions": "read",  # to wait for the test jobs
+        "id-token": "write",
+    }
     assert all("permissions" not in jobs[name] for name in ("select", "test"))
     assert "secrets." not in WORKFLOW.read_text()
 
 
-def test_report_job_calls_back_in_progress_then_completed_and_always_runs(
+def test_report_job_calls_back_in_progress_first_then_waits_then_completed(
     workflow: dict[str, Any],
 ) -> None:
     report = workflow["jobs"]["report"]
-    assert report["needs"] == ["select", "test"]
+    # It starts right after select, so that queue time ends when the run starts.
+    assert report["needs"] == "select"
     assert report["if"] == "always()"
-    runs = [step.get("run", "") for step in report["steps"]]
+    steps = report["steps"]
+    runs = [step.get("run", "") for step in steps]
     started = next(i for i, run in enumerate(runs) if "ci callback --status in_progress" in run)
+    waited = next(i for i, run in enumerate(runs) if "ci wait-for-jobs --prefix test" in run)
     completed = next(i for i, run in enumerate(runs) if "ci report" in run)
-    assert started < completed
+    assert started < waited < completed
+    assert steps[completed]["if"] == "always()"  # also when the run is cancelled
+    assert workflow["jobs"]["test"]["name"].startswith("test (")  # what wait-for-jobs matches
 
 
 def test_jobs_select_then_test_over_the_shard_matrix(workflow: dict[str, Any]) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-FIXTURES = Path("/work/shared/fixtures/github-webhooks")
+from tests.support.relay_server import FIXTURES  # $SPYRE_CI_WEBHOOK_FIXTURES or ../shared/...
 
 
 def load_webhook(name: str) -> dict[str, Any]:

@@ -13,7 +13,9 @@ import jwt
 import pytest
 import yaml
 
-from relay.config import load_config
+from relay.allowlist import parse_allowlist
+from relay.config import TargetConfig, load_config
+from relay.dispatch.targets import targets_for
 from relay.local_target import (
     issue_request_token,
     load_or_create_key,
@@ -33,6 +35,16 @@ def test_request_token_is_bound_to_target_and_run_and_expires() -> None:
     assert verify_request_token(b"s" * 32, token, now=1000.0 + 7 * 3600) is None  # expired
     forged = token.replace(token.split(".")[1], "b3RoZXIvcmVwbw")  # "other/repo"
     assert verify_request_token(b"s" * 32, forged, now=1001.0) is None
+
+
+def test_allowlisted_local_target_is_dispatched_through_its_own_connection_only() -> None:
+    allowlist = parse_allowlist(f"L2:\n  - {LOCAL}\n  - acme/other\n")
+    configured = [TargetConfig(name=LOCAL, connection="local", options={"upstream_url": "x"})]
+    found = targets_for("pull_request", allowlist, configured)
+    assert [(t.name, t.connection, t.level) for t in found] == [
+        ("acme/other", "github", "L2"),
+        (LOCAL, "local", "L2"),
+    ]
 
 
 def test_signing_key_is_created_once_and_shared(tmp_path: Path) -> None:

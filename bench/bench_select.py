@@ -36,9 +36,18 @@ sys.exit(code)
 
 def run_once(args: list[str]) -> tuple[float, int, int, str]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", ONE_RUN, *args], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_RUN, *args], capture_output=True, text=True, check=False
+    )
     wall = time.perf_counter() - start
-    peak = next((int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("PEAK_RSS_KB")), 0)
+    peak = next(
+        (
+            int(line.split()[1])
+            for line in done.stderr.splitlines()
+            if line.startswith("PEAK_RSS_KB")
+        ),
+        0,
+    )
     return wall, peak, done.returncode, done.stderr
 
 
@@ -47,9 +56,13 @@ def figures(out: Path) -> dict[str, object]:
     scope = next(s for s in doc["stages"] if s["name"] == "scope")["counts"]
     summary = doc["summary"]
     return {
-        "base": doc["base"]["version"], "head": doc["head"]["version"],
-        "changed_files": summary["changed_files"], "reused": summary["reused_instances"],
-        "in_scope": scope["kept"], "selected": summary["selected"], "ratio": summary["ratio"],
+        "base": doc["base"]["version"],
+        "head": doc["head"]["version"],
+        "changed_files": summary["changed_files"],
+        "reused": summary["reused_instances"],
+        "in_scope": scope["kept"],
+        "selected": summary["selected"],
+        "ratio": summary["ratio"],
         "stage_seconds": {s["name"]: s["seconds"] for s in doc["stages"]},
     }
 
@@ -62,7 +75,18 @@ def main() -> int:
     options = parser.parse_args()
     cache = options.keep_cache or Path(tempfile.mkdtemp(prefix="spyre-ci-bench-cache-"))
     out = Path(tempfile.mkdtemp(prefix="spyre-ci-bench-out-"))
-    args = ["select", "--from", options.from_, "--to", options.to, "--cache-dir", str(cache), "--out", str(out), "--quiet"]
+    args = [
+        "select",
+        "--from",
+        options.from_,
+        "--to",
+        options.to,
+        "--cache-dir",
+        str(cache),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     try:
         results = {}
         for label in ("cold", "warm"):
@@ -73,9 +97,13 @@ def main() -> int:
             results[label] = (wall, peak)
             print(f"{label}: wall {wall:.1f} s, peak RSS {peak / 1024:.0f} MiB", flush=True)
         found = figures(out)
-        print(f"compared torch {found['base']} -> {found['head']}: {found['changed_files']} changed files")
-        print(f"full reused set: {found['reused']} instances; candidates in scope: {found['in_scope']}; "
-              f"selected: {found['selected']}; ratio: {found['ratio']}")
+        print(
+            f"compared torch {found['base']} -> {found['head']}: {found['changed_files']} changed files"
+        )
+        print(
+            f"full reused set: {found['reused']} instances; candidates in scope: {found['in_scope']}; "
+            f"selected: {found['selected']}; ratio: {found['ratio']}"
+        )
         print(f"stage seconds (warm): {found['stage_seconds']}")
         warm_wall, warm_peak = results["warm"]
         ok = warm_wall < 60 and warm_peak < 2 * 1024 * 1024

@@ -69,7 +69,7 @@ class Mirror:
         wheel = fetch_wheel(version, self.cache, progress)
         staging = Path(tempfile.mkdtemp(prefix=f"torch-{version}-", dir=self.cache))
         try:
-            extract_sources(wheel, staging, progress)
+            extract_sources(wheel, staging, progress, f"extracting torch {version} sources")
             self._commit(version, staging, progress)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -80,7 +80,7 @@ class Mirror:
 
     def _commit(self, version: str, tree_dir: Path, progress: Progress | None) -> None:
         if progress is not None:
-            progress(f"committing torch {version} to the mirror", 0, 0)
+            progress(f"mirroring torch {version}", 0, 0)
         index = tree_dir.with_suffix(".index")
         env = {
             **os.environ,

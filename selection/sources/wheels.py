@@ -103,7 +103,9 @@ def fetch_wheel(
     return wheel
 
 
-def extract_sources(wheel: Path, destination: Path, progress: Progress | None = None) -> int:
+def extract_sources(
+    wheel: Path, destination: Path, progress: Progress | None = None, label: str | None = None
+) -> int:
     """Extract torch/**/*.py and the native YAML files; returns the number of files."""
     if destination.exists():
         shutil.rmtree(destination)
@@ -117,7 +119,7 @@ def extract_sources(wheel: Path, destination: Path, progress: Progress | None = 
                 archive.extract(member, destination)
                 done += member.file_size
                 if progress is not None:
-                    progress(f"extracting {wheel.name}", done, total)
+                    progress(label or f"extracting {wheel.name}", done, total)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise FetchError(
             f"{wheel} is corrupt ({exc}); delete it or rerun to fetch it again"

@@ -6,11 +6,12 @@ import json
 import re
 from pathlib import Path
 
+import git
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from selection.cli import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_SELECTED
+from selection.cli import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_FETCH, EXIT_SELECTED
 from spyre_ci.cli import cli
 from test_manifests import TestInstance, load_manifest, manifest_from_text, resolve
 from test_manifests.merge import merge_manifests
@@ -260,3 +261,45 @@ def test_a_branch_name_without_a_clone_is_bad_input(tmp_path: Path) -> None:
     code, _, stderr = run(["--from", "main", "--to", "v2.14.0-rc1"], tmp_path / "cache")
     assert code == EXIT_BAD_INPUT
     assert "'main' is not a release version" in " ".join(stderr.split())
+
+
+def test_pr_fetch_failure_exits_3_naming_the_pr(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    clone = git.Repo.clone_from(upstream.path, tmp_path / "clone")
+    clone.remote("origin").set_url(str(tmp_path / "gone"))  # the remote no longer exists
+    code, _, stderr = run(
+        ["--pytorch-repo", str(clone.working_dir), "--pr", "12", "--manifest", str(manifest)],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_FETCH
+    assert "could not fetch PR #12 from origin" in " ".join(stderr.split())
+
+
+def test_unmapped_library_change_selects_the_canary_and_reports_the_blind_spot(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    upstream.reset()
+    upstream.write("torch/_inductor/lowering.py", "def lower(node):\n    return node\n")
+    head = upstream.commit("inductor")
+    out = tmp_path / "lib"
+    code, _, _ = run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--from",
+            upstream.base,
+            "--to",
+            head,
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(out),
+        ],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_SELECTED
+    doc = json.loads((out / "selection.json").read_text())
+    assert doc["summary"]["selected"] == 6  # one per (template, dtype) stratum
+    assert any("torch/_inductor/lowering.py" in g["cause"] for g in doc["groups"])
+    assert any("not mapped to ops statically" in b for b in doc["blind_spots"])

@@ -79,24 +79,32 @@ def run_on_cpu(
     if plan.generator_arg is not None and cpu_kwargs.get(plan.generator_arg) is None:
         cpu_kwargs[plan.generator_arg] = _mode.generator()
     if _mode.STATE.strict:
-        result = _strict.run(op, plan, cpu_args, cpu_kwargs)
-    elif _has_number_for_tensor(plan, cpu_args):
-        # Let overload resolution pick the Scalar overload, which wraps the number as upstream.
-        result = op.overloadpacket(*cpu_args, **cpu_kwargs)
+        result = _strict.run(op, plan, cpu_args, cpu_kwargs, _call)
     elif plan.out_args and not scratch:
         try:
-            result = op(*cpu_args, **cpu_kwargs)
+            result = _call(op, plan, cpu_args, cpu_kwargs)
         except RuntimeError as error:
             if "not resizable" not in str(error):
                 raise
             # The out tensor had the wrong shape: rerun with scratch outputs copied back.
             scratch = _out_scratch(plan, kwargs, cpu_kwargs, force=True)
-            result = op(*cpu_args, **cpu_kwargs)
+            result = _call(op, plan, cpu_args, cpu_kwargs)
     else:
-        result = op(*cpu_args, **cpu_kwargs)
+        result = _call(op, plan, cpu_args, cpu_kwargs)
     for original, cpu_out in scratch:
         _copy_back(original, cpu_out)
     return _wrap_results(plan, result, args, kwargs)
+
+
+def _call(
+    op: torch._ops.OpOverload, plan: OpPlan, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Run the CPU kernel. The boxed fallback hands wrapped numbers (``x + 2``) to Python as
+    plain numbers, which the Tensor overload rejects: then let overload resolution pick the
+    Scalar overload, which wraps the number as upstream does."""
+    if _has_number_for_tensor(plan, args):
+        return op.overloadpacket(*args, **kwargs)
+    return op(*args, **kwargs)
 
 
 def _has_number_for_tensor(plan: OpPlan, args: tuple[Any, ...]) -> bool:
@@ -187,8 +195,13 @@ def to_device_copy(cpu: torch.Tensor) -> torch.Tensor:
     """A fresh device allocation holding ``cpu``'s values with its sizes and strides."""
     if cpu.device.type == DEVICE_TYPE:
         return cpu
-    stride = cpu.stride() if _non_overlapping_dense(cpu) else _contiguous_strides(cpu.shape)
-    out = allocate(cpu.shape, stride, cpu.dtype)
+    if cpu.is_contiguous():
+        out = allocate(cpu.shape, (), cpu.dtype, contiguous=True)
+    else:
+        dense = _non_overlapping_dense(cpu)
+        out = allocate(
+            cpu.shape, cpu.stride() if dense else _contiguous_strides(cpu.shape), cpu.dtype
+        )
     if cpu.numel():
         cpu_view(out).copy_(cpu)
     return out

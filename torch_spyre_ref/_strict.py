@@ -9,7 +9,7 @@ of a supported op's OpInfo name, appears in a supported op's ``aten`` list, or i
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -130,17 +130,21 @@ def _round_through_fp16(value: Any) -> Any:
 
 
 def run(
-    op: torch._ops.OpOverload, plan: OpPlan, cpu_args: tuple[Any, ...], cpu_kwargs: dict[str, Any]
+    op: torch._ops.OpOverload,
+    plan: OpPlan,
+    cpu_args: tuple[Any, ...],
+    cpu_kwargs: dict[str, Any],
+    call: Callable[[torch._ops.OpOverload, OpPlan, tuple[Any, ...], dict[str, Any]], Any],
 ) -> Any:
     """Check the call against the capability file, then run it (matmul-class ops round float32
     operands and results through float16, like a float16-first device)."""
     entry = check(plan, list(_tensors((*cpu_args, *cpu_kwargs.values()))))
     if entry is None or not entry.matmul_class:
-        return op(*cpu_args, **cpu_kwargs)
+        return call(op, plan, cpu_args, cpu_kwargs)
     written = set(plan.out_args)
     args = tuple(_round_through_fp16(a) for a in cpu_args)
     kwargs = {k: v if k in written else _round_through_fp16(v) for k, v in cpu_kwargs.items()}
-    result = op(*args, **kwargs)
+    result = call(op, plan, args, kwargs)
     for tensor in _tensors(result if isinstance(result, (list, tuple)) else (result,)):
         if tensor.dtype == torch.float32:
             tensor.copy_(tensor.to(torch.float16))

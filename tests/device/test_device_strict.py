@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -74,3 +76,19 @@ def test_set_strict_is_process_wide_switch() -> None:
     finally:
         torch_spyre_ref.set_strict(False)
     assert not torch_spyre_ref.is_strict()
+
+
+def test_a_training_step_stays_within_the_capability_file(strict: None) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64), torch.nn.Linear(64, 4)
+    )
+    x, y = torch.randn(16, 32), torch.randn(16, 4)
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        on_device = copy.deepcopy(model).to(device="spyre", dtype=dtype)
+        optimizer = torch.optim.SGD(on_device.parameters(), lr=0.1)
+        loss = (on_device(x.to("spyre", dtype)) - y.to("spyre", dtype)).square().mean()
+        loss.backward()
+        optimizer.step()
+        assert torch.isfinite(loss).item()
+        assert on_device[0].weight.dtype == dtype

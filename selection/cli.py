@@ -70,10 +70,9 @@ class _Progress:
         self.tasks: dict[str, TaskID] = {}
 
     def transfer(self, description: str, done: int, total: int) -> None:
-        if done == 0 and total == 0 and description not in self.tasks:
-            if description.startswith("mirroring"):
-                self.console.log(description)  # a step, not a transfer
-                return
+        if description.startswith("mirroring") and description not in self.tasks:
+            self.console.log(description)  # a step, not a transfer
+            return
         task = self.tasks.get(description)
         if task is None:
             task = self.tasks[description] = self.bytes.add_task(description, total=total or None)

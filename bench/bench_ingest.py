@@ -14,6 +14,7 @@ synchronous_commit on, as configured by Debian):
 - closed loop (32 concurrent senders for 5 s): maximum throughput.
 
 Usage: python bench/bench_ingest.py [--rate 500] [--seconds 10] [--only sqlite|postgres]
+                                    [--sqlite-normal]
 """
 
 from __future__ import annotations
@@ -146,20 +147,34 @@ async def closed_loop(url: str, concurrency: int, seconds: float) -> dict[str, f
     await asyncio.gather(*(sender() for _ in range(concurrency)))
     elapsed = time.perf_counter() - start
     return {
+        "count": len(latencies),
         "throughput": len(latencies) / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": _percentile(latencies, 0.99) * 1000,
     }
 
 
-def run(name: str, store_url: str, workdir: Path, rate: float, seconds: float) -> None:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc): a load-independent cost."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(
+    name: str, store_url: str, workdir: Path, rate: float, seconds: float, **fields: str
+) -> None:
     allowlist = workdir / "allowlist.yml"
     allowlist.write_text("L2:\n" + "".join(f"  - {t}\n" for t in TARGETS))
-    config = write_relay_config(workdir, store_url=store_url, allowlist={"source": str(allowlist)})
+    config = write_relay_config(
+        workdir, store_url=store_url, allowlist={"source": str(allowlist)}, **fields
+    )
     with RelayServer(config, log_dir=workdir) as server:
         asyncio.run(open_loop(server.url, 100, 1.0))  # warm-up
         fixed = asyncio.run(open_loop(server.url, rate, seconds))
+        assert server.proc is not None
+        cpu_before = _cpu_seconds(server.proc.pid)
         peak = asyncio.run(closed_loop(server.url, 32, 5.0))
+        cpu_per_webhook = (_cpu_seconds(server.proc.pid) - cpu_before) / peak["count"]
     load = os.getloadavg()[0]
     print(f"{name:<10} 1-min load average {load:.1f} on {os.cpu_count()} cores", flush=True)
     print(
@@ -170,7 +185,8 @@ def run(name: str, store_url: str, workdir: Path, rate: float, seconds: float) -
     )
     print(
         f"{name:<10} closed loop 32 senders x 5 s: {peak['throughput']:.0f} webhooks/s,"
-        f" p50 {peak['p50_ms']:.1f} ms, p99 {peak['p99_ms']:.1f} ms",
+        f" p50 {peak['p50_ms']:.1f} ms, p99 {peak['p99_ms']:.1f} ms;"
+        f" server CPU {cpu_per_webhook * 1000:.2f} ms per webhook",
         flush=True,
     )
 
@@ -180,10 +196,27 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--only", choices=["sqlite", "postgres"])
+    parser.add_argument(
+        "--sqlite-normal",
+        action="store_true",
+        help="also measure SQLite with synchronous=NORMAL (no fsync per commit)",
+    )
     args = parser.parse_args()
     if args.only != "postgres":
         with tempfile.TemporaryDirectory() as tmp:
-            run("sqlite", f"sqlite:///{Path(tmp) / 'relay.db'}", Path(tmp), args.rate, args.seconds)
+            url = f"sqlite:///{Path(tmp) / 'relay.db'}"
+            run("sqlite", url, Path(tmp), args.rate, args.seconds)
+        if args.sqlite_normal:
+            with tempfile.TemporaryDirectory() as tmp:
+                url = f"sqlite:///{Path(tmp) / 'relay.db'}"
+                run(
+                    "sqlite-nrm",
+                    url,
+                    Path(tmp),
+                    args.rate,
+                    args.seconds,
+                    sqlite_synchronous="NORMAL",
+                )
     if args.only != "sqlite":
         bindir = postgres_bin()
         if bindir is None:

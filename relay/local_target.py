@@ -258,15 +258,16 @@ class LocalDispatcher:
         self.secret = request_secret(state)
 
     def dispatch(self, request: DispatchRequest) -> None:
+        """Write the event a workflow would get and start the run once DISPATCHED is recorded.
+
+        At-least-once delivery: the same job may be dispatched again (a worker died before
+        recording it). The event file is then rewritten, so a run already going reads the
+        newest callback token at its next step, and no second run is started.
+        """
         options = target_options(request.options, request.target)
         run_id = _run_id(request.delivery_id)
         workdir = options.workdir / f"{_safe(request.delivery_id)}-{_safe(request.target)}"
         workdir.mkdir(parents=True, exist_ok=True)
-        try:  # at-least-once dispatch: a job sent again must not start a second run
-            os.close(os.open(workdir / "started", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-        except FileExistsError:
-            log.info("delivery %s: local run already started in %s", request.delivery_id, workdir)
-            return
         client_payload = build_client_payload(
             request.event_type, request.delivery_id, request.payload, **request.extra
         )
@@ -275,19 +276,26 @@ class LocalDispatcher:
             "client_payload": client_payload,
             "repository": {"full_name": request.target},
         }
-        (workdir / "event.json").write_text(json.dumps(event))
-        env = self._env(request.target, run_id)
+        event_path = workdir / "event.json"
+        partial = workdir / f"event.json.{os.getpid()}.{threading.get_ident()}"
+        partial.write_text(json.dumps(event))
+        os.replace(partial, event_path)  # atomic: a running step never reads half a file
+        if (workdir / "started").exists():
+            log.info("delivery %s: local run already started in %s", request.delivery_id, workdir)
+            return
+        upstream = Path(options.upstream_url)
         command = [
             sys.executable, "-m", "spyre_ci", "ci", "run-workflow",
-            "--event-name", "repository_dispatch", "--event-path", str(workdir / "event.json"),
-            "--workdir", str(workdir / "run"), "--upstream-url", options.upstream_url,
+            "--event-name", "repository_dispatch", "--event-path", str(event_path.resolve()),
+            "--workdir", str((workdir / "run").resolve()),
+            "--upstream-url", str(upstream.resolve()) if upstream.exists() else options.upstream_url,
             "--repository", request.target, "--server-url", self.state.config.public_url.rstrip("/"),
             "--run-id", run_id, "--shards", str(options.shards),
-            *[arg for m in options.manifests for arg in ("--manifest", str(m))],
+            *[arg for m in options.manifests for arg in ("--manifest", str(m.resolve()))],
         ]  # fmt: skip
         thread = threading.Thread(
             target=self._start_when_recorded,
-            args=(request, command, env, workdir),
+            args=(request, command, self._env(request.target, run_id), workdir),
             name=f"local-run-{run_id}",
             daemon=True,
         )
@@ -312,6 +320,10 @@ class LocalDispatcher:
         deadline = time.monotonic() + DISPATCH_RECORD_WAIT
         while time.monotonic() < deadline and not self._recorded(request):
             time.sleep(0.1)
+        try:  # only one run per (delivery, target), however often the job was dispatched
+            os.close(os.open(workdir / "started", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return
         with (workdir / "run.log").open("ab") as sink:
             subprocess.Popen(
                 command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True

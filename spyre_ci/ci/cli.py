@@ -407,7 +407,7 @@ def run_workflow_command(
     event = json.loads(event_path.read_text())
     run = LocalRun(
         event_name=event_name, event=event, workdir=workdir, upstream_url=upstream_url,
-        repository=repository, server_url=server_url, shards=shards,
+        repository=repository, server_url=server_url, shards=shards, event_path=event_path,
         # every step sees the manifests as a workflow sets them: env SPYRE_CI_MANIFESTS
         extra_env={"SPYRE_CI_MANIFESTS": os.pathsep.join(str(m.resolve()) for m in manifests)}
         if manifests else {},

@@ -37,6 +37,9 @@ class LocalRun:
     shards: int = 2
     run_id: str = field(default_factory=lambda: str(uuid.uuid4().int % 10**10))
     extra_env: Mapping[str, str] = field(default_factory=dict)  # tokens, callback URL
+    # The event file every step reads (GITHUB_EVENT_PATH); None: `event` written to the
+    # work directory. The local target passes its own, which a re-dispatch may refresh.
+    event_path: Path | None = None
 
 
 @dataclass
@@ -87,8 +90,11 @@ class _Runner:
         self.run = run
         self.steps: list[StepRecord] = []
         run.workdir.mkdir(parents=True, exist_ok=True)
-        self.event_path = run.workdir / "event.json"
-        self.event_path.write_text(json.dumps(run.event))
+        if run.event_path is not None:
+            self.event_path = run.event_path.resolve()
+        else:
+            self.event_path = run.workdir / "event.json"
+            self.event_path.write_text(json.dumps(run.event))
 
     def env(self, job: str, output: Path) -> dict[str, str]:
         temp = self.run.workdir / "runner-temp" / job

@@ -108,3 +108,14 @@ def test_events_order_and_time_work_on_a_stream() -> None:
     other = spyre_module.Stream()
     other.wait_stream(stream)
     other.wait_event(stream.record_event())
+
+
+def test_rng_state_round_trip() -> None:
+    spyre_module.manual_seed(11)
+    assert spyre_module.initial_seed() == 11
+    state = spyre_module.get_rng_state()
+    first = torch.rand(4, device="spyre").cpu()
+    spyre_module.set_rng_state(state)
+    assert torch.equal(torch.rand(4, device="spyre").cpu(), first)
+    with spyre_module.device(0):
+        assert spyre_module.current_device() == 0

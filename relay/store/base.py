@@ -100,10 +100,17 @@ class Pool(Generic[C]):
     """A minimal connection pool: reuse idle connections, open more on demand."""
 
     def __init__(
-        self, connect: Callable[[], C], close: Callable[[C], None], max_idle: int = 8
+        self,
+        connect: Callable[[], C],
+        close: Callable[[C], None],
+        max_idle: int = 8,
+        reusable: Callable[[C], bool] = lambda conn: False,
     ) -> None:
+        """`reusable(conn)` says whether a connection whose user raised is still fit
+        (e.g. its transaction was rolled back cleanly); by default it is discarded."""
         self._connect = connect
         self._close = close
+        self._reusable = reusable
         self._idle: queue.LifoQueue[C] = queue.LifoQueue(maxsize=max_idle)
         self._lock = threading.Lock()
         self._closed = False
@@ -118,8 +125,17 @@ class Pool(Generic[C]):
         try:
             yield conn
             broken = False
+        except BaseException:
+            broken = not self._safe_reusable(conn)
+            raise
         finally:
             self._release(conn, broken)
+
+    def _safe_reusable(self, conn: C) -> bool:
+        try:
+            return self._reusable(conn)
+        except Exception:
+            return False
 
     def _release(self, conn: C, broken: bool) -> None:
         if broken or self._closed:

@@ -22,6 +22,17 @@ def to_psycopg_sql(sql: str) -> str:
     return _PLACEHOLDER.sub("%s", sql.replace("%", "%%"))
 
 
+def _idle_and_sound(conn: Any) -> bool:
+    """A connection whose transaction ended cleanly (e.g. a rolled-back 400) is reused."""
+    from psycopg.pq import TransactionStatus
+
+    return bool(
+        not conn.closed
+        and not conn.broken
+        and conn.info.transaction_status == TransactionStatus.IDLE
+    )
+
+
 class PostgresTx(Tx):
     dialect = "postgres"
 
@@ -49,7 +60,9 @@ class PostgresStore(Store):
         # default: 40): reconnecting costs more than a webhook's whole transaction.
         # No group commit here (unlike SQLite): PostgreSQL already shares WAL flushes
         # between concurrent commits, and measured faster with one transaction per webhook.
-        self._pool: Pool[Any] = Pool(self._connect, lambda c: c.close(), max_idle=40)
+        self._pool: Pool[Any] = Pool(
+            self._connect, lambda c: c.close(), max_idle=40, reusable=_idle_and_sound
+        )
 
     def _connect(self) -> Any:
         import psycopg

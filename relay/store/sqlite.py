@@ -44,7 +44,9 @@ class SqliteStore(Store):
         self.url = f"sqlite:///{path}"
         self._busy_timeout = busy_timeout
         self._synchronous = synchronous
-        self._pool: Pool[sqlite3.Connection] = Pool(self._connect, lambda c: c.close())
+        self._pool: Pool[sqlite3.Connection] = Pool(
+            self._connect, lambda c: c.close(), reusable=lambda c: not c.in_transaction
+        )
         # Threads of this process queue here rather than in SQLite's busy handler,
         # which sleeps in growing steps and would add tens of ms to waiting writers.
         self._write_lock = threading.Lock()

@@ -217,3 +217,14 @@ def test_sqlite_wal_mode_and_durable_sync_are_set(tmp_path) -> None:  # type: ig
             assert tx.scalar("PRAGMA synchronous") == 2  # FULL
     finally:
         store.close()
+
+
+def test_a_rolled_back_transaction_leaves_a_usable_connection(store: Store) -> None:
+    for _ in range(3):
+        with pytest.raises(ValueError), store.transaction() as tx:
+            tx.execute("INSERT INTO repo_levels (repo, since, level) VALUES ('o/r', 1, 'L1')")
+            raise ValueError("a 400 answer")
+    with store.transaction() as tx:
+        tx.execute("INSERT INTO repo_levels (repo, since, level) VALUES ('o/r', 1, 'L1')")
+    with store.transaction(write=False) as tx:
+        assert tx.scalar("SELECT COUNT(*) FROM repo_levels") == 1

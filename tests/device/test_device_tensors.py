@@ -191,3 +191,14 @@ def test_cpu_kernels_win_over_composites_for_float16_norms() -> None:
     assert torch.equal(actual.cpu(), expected)
     grouped = torch.nn.functional.group_norm(spyre(x.view(4, 8, 8)), 4).cpu()
     assert torch.equal(grouped, torch.nn.functional.group_norm(x.view(4, 8, 8), 4))
+
+
+def test_convolution_backward_matches_cpu() -> None:
+    image, kernel, bias = torch.randn(2, 3, 7, 7), torch.randn(4, 3, 3, 3), torch.randn(4)
+    cpu_inputs = [t.clone().requires_grad_() for t in (image, kernel, bias)]
+    device_inputs = [spyre(t).requires_grad_() for t in (image, kernel, bias)]
+    for inputs in (cpu_inputs, device_inputs):
+        torch.nn.functional.conv2d(*inputs, padding=1).square().sum().backward()
+    for cpu_input, device_input in zip(cpu_inputs, device_inputs, strict=True):
+        assert device_input.grad is not None and cpu_input.grad is not None
+        torch.testing.assert_close(device_input.grad.cpu(), cpu_input.grad)

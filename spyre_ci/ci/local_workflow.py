@@ -209,7 +209,7 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
             )
             runner.step(
                 leg,
-                f"test-{shard}-run",
+                f"test-{shard}-test",
                 "test",
                 "--selection",
                 str(selection),

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from spyre_ci.ci.demo import DemoUpstream, build_demo_upstream
 from tests.e2e.harness import HostedRun, WorkflowHost, wait_until
@@ -30,6 +31,7 @@ from tests.support.relay_server import RelayServer, free_port, post_webhook, wri
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = "pytorch/pytorch"
 BACKEND = "acme/torch-spyre"  # L3 for the `spyre` device
 LABEL = "ciflow/crcr/spyre"
@@ -86,6 +88,29 @@ def loop(tmp_path: Path) -> Iterator[Loop]:
             yield Loop(relay, github, results, host, demo)
 
 
+def _workflow_steps() -> list[tuple[str, str]]:
+    """(job, `spyre-ci ci` command) in upstream-dispatch.yml, in the order the jobs run:
+    select, report's in_progress, the test leg (shard 1), report's completed."""
+    workflow = yaml.safe_load(
+        (ROOT / ".github" / "workflows" / "upstream-dispatch.yml").read_text()
+    )
+    commands = {
+        name: [
+            step["run"].split()[2]
+            for step in job["steps"]
+            if step.get("run", "").startswith("spyre-ci ci ")
+        ]
+        for name, job in workflow["jobs"].items()
+    }
+    report = [c for c in commands["report"] if c != "wait-for-jobs"]
+    return [
+        *[("select", c) for c in commands["select"]],
+        ("report", report[0]),
+        *[("test", f"1-{c}") for c in commands["test"]],  # shard 1
+        *[("report", c) for c in report[1:]],
+    ]
+
+
 def _run_for(runs: list[HostedRun], delivery: str) -> HostedRun:
     (run,) = [r for r in runs if r.delivery_id == delivery]
     return run
@@ -127,6 +152,11 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
     for run in runs:
         assert run.process.returncode == 0, run.log() + run.step_logs()
     good_run, bad_run = _run_for(runs, "e2e-good"), _run_for(runs, "e2e-bad")
+    # ... the workflow file's steps, job by job (the API wait is GitHub-only: the legs ran).
+    executed = [
+        p.stem.split("-", 1)[1] for p in sorted((good_run.workdir / "run" / "logs").glob("*.log"))
+    ]
+    assert executed == [f"{job}-{cmd}" for job, cmd in _workflow_steps()], executed
     assert "conclusion: success" in good_run.log(), good_run.log() + good_run.step_logs()
     assert "conclusion: failure" in bad_run.log(), bad_run.log() + bad_run.step_logs()
 

@@ -110,7 +110,7 @@ class BackendScope:
         if not scope.reused:
             return False
         name, variant = _split_op(instance)
-        if name is not None and scope.ops is not None:
+        if name is not None and scope.ops is not None and instance.database == "opinfo":
             full = f"{name}.{variant}" if variant else name
             if name not in scope.ops and full not in scope.ops:  # test_manifests' op_matches
                 return False
@@ -129,12 +129,16 @@ class BackendScope:
         if cached is not None and (cached.runs or not with_reason or cached.reason_final):
             return cached
         op, variant = _split_op(instance)
+        module = None
+        if instance.database == "moduleinfo":
+            module, op, variant = op, None, None
         manifest_instance = ManifestInstance(
             instance.file,
             instance.test_class,
             instance.template,
             op=op,
             dtype=instance.dtype,
+            module=module,
             op_variant=variant,
         )
         resolution = resolve(self.manifest, manifest_instance)

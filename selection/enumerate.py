@@ -10,7 +10,7 @@ Templates that cannot be enumerated exactly yield one wildcard instance (`name` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from selection.model import TestInstance
 from selection.oplists import ALL_DTYPES, OpDatabase, OpListResolver
@@ -72,6 +72,48 @@ def _op_dtypes(
     return sorted(chosen, key=lambda d: "" if d is None else d)
 
 
+def _training_suffixes(template: Template, differ: bool) -> list[str]:
+    """common_modules.modules: one name per training flag, suffixed only when both run."""
+    flags = {"train_only": ["train"], "eval_only": ["eval"]}.get(
+        template.train_eval, ["train", "eval"]
+    )
+    if not differ:
+        flags = flags[:1]
+    return [f"_{f}_mode" for f in flags] if len(flags) > 1 else [""]
+
+
+def _enumerate_modules(
+    template: Template, db: OpDatabase, device: DeviceProfile, local_names: dict
+) -> tuple[list[TestInstance], bool]:
+    resolved = OpListResolver(db, local_names).resolve(template.op_list)  # type: ignore[arg-type]
+    out: list[TestInstance] = []
+    exact = resolved.exact
+    for key in resolved.keys:
+        entry = db.entries[key]
+        dtypes = db.supported_dtypes(entry, device.name)
+        if dtypes is None:
+            exact = False
+            continue
+        chosen = (
+            set(dtypes) & set(template.allowed_dtypes)
+            if template.allowed_dtypes is not None
+            else set(dtypes)
+        )
+        differ = _const_true(entry.field_nodes.get("train_and_eval_differ"))
+        for suffix in _training_suffixes(template, differ):
+            for dtype in sorted(chosen):
+                name = f"{template.method}_{entry.formatted_name}{suffix}_{device.name}_{dtype}"
+                inst = _instance(template, device, name, entry.full_name, dtype, entry.variant)
+                out.append(replace(inst, database="moduleinfo"))
+    return out, exact
+
+
+def _const_true(node: object) -> bool:
+    import ast
+
+    return isinstance(node, ast.Constant) and node.value is True
+
+
 def _instance(
     template: Template,
     device: DeviceProfile,
@@ -130,8 +172,10 @@ def _enumerate_plain(template: Template, device: DeviceProfile) -> list[TestInst
 def _enumerate_ops(
     template: Template, db: OpDatabase, device: DeviceProfile, local_names: dict
 ) -> tuple[list[TestInstance], bool]:
-    if template.params is not None or template.database != "opinfo":
+    if template.params is not None:
         return [wildcard_instance(template, device)], False
+    if template.database == "moduleinfo":
+        return _enumerate_modules(template, db, device, local_names)
     resolved = OpListResolver(db, local_names).resolve(template.op_list)  # type: ignore[arg-type]
     out: list[TestInstance] = []
     exact = resolved.exact

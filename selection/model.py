@@ -109,6 +109,7 @@ class TestInstance:
     op: str | None = None  # OpInfo full name ("add", "linalg.norm.subgradients_at_zero")
     dtype: str | None = None
     op_variant: str = ""  # the variant_test_name part of `op`, if any
+    database: str = "opinfo"  # "moduleinfo": `op` names a ModuleInfo (nn.Linear)
 
     @property
     def node_id(self) -> str:

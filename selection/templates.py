@@ -40,6 +40,7 @@ class Template:
     allowed_dtypes: tuple[str, ...] | None = None
     plain_dtypes: tuple[tuple[str, ...], ...] | None = None  # @dtypes(...) variants
     params: list[str] | None = None  # simple @parametrize suffixes ("x_1", "x_2")
+    train_eval: str = "train_and_eval"  # @modules(train_eval_mode=TrainEvalMode.<this>)
     exact: bool = True
     skipped_reason: str = ""  # e.g. "@onlyCUDA" when upstream skips it for our device
     seen: bool = True  # False: assumed from a manifest, the body was not available
@@ -157,6 +158,8 @@ def _apply_decorator(template: Template, deco: ast.expr, dtype_eval: DtypeEvalua
                     template.opinfo_dtypes = "explicit"
                     template.explicit_dtypes = dtype_eval.evaluate(keyword.value)
                     template.exact &= template.explicit_dtypes is not None
+            elif keyword.arg == "train_eval_mode":
+                template.train_eval = ast.unparse(keyword.value).rsplit(".", 1)[-1]
             elif keyword.arg == "allowed_dtypes":
                 template.allowed_dtypes = dtype_eval.evaluate(keyword.value)
                 template.exact &= template.allowed_dtypes is not None

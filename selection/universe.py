@@ -30,6 +30,7 @@ ASSUMED_OP_LISTS: dict[str, str] = {
     "test/test_ops_fwd_gradients.py": "op_db",
     "test/test_meta.py": "op_db",
     "test/test_decomp.py": "op_db",
+    "test/test_modules.py": "module_db",
 }
 
 
@@ -113,5 +114,5 @@ def _assumed(
         op_list = ASSUMED_OP_LISTS.get(item.file)
         if op_list is not None:
             template.op_list = ast.Name(id=op_list)
-            template.database = "opinfo"
+            template.database = "moduleinfo" if op_list == "module_db" else "opinfo"
         _add(universe, template, db, device, {})

@@ -71,7 +71,7 @@ class GitHubConfig(_Model):
 
 class WorkerConfig(_Model):
     concurrency: int = Field(default=4, ge=1, le=100)  # GitHub allows <= 100 concurrent requests
-    lease_seconds: float = Field(default=60.0, gt=0)
+    lease_seconds: float = Field(default=120.0, gt=0)
     poll_interval_seconds: float = Field(default=0.5, gt=0)
     max_attempts: int = Field(default=8, ge=1)
     backoff_base_seconds: float = Field(default=2.0, gt=0)
@@ -113,6 +113,12 @@ class RelayConfig(_Model):
             raise ValueError(f"upstream_repo {self.upstream_repo!r} must be owner/repo")
         if any(not s.get_secret_value() for s in self.webhook_secrets):
             raise ValueError("webhook_secrets must not contain an empty secret")
+        if self.worker.lease_seconds <= self.github.timeout_seconds:
+            # A lease shorter than a request lets another worker take the job mid-request.
+            raise ValueError(
+                f"worker.lease_seconds ({self.worker.lease_seconds}) must exceed"
+                f" github.timeout_seconds ({self.github.timeout_seconds})"
+            )
         return self
 
     def secret_bytes(self) -> list[bytes]:

@@ -73,6 +73,15 @@ def test_yaml_and_environment_are_merged(tmp_path: Path) -> None:
             {},
             "typo_field: Extra inputs are not permitted",
         ),
+        (
+            {
+                "webhook_secrets": ["s"],
+                "worker": {"lease_seconds": 5},
+                "github": {"timeout_seconds": 10},
+            },
+            {},
+            "worker.lease_seconds (5.0) must exceed github.timeout_seconds (10.0)",
+        ),
     ],
 )
 def test_invalid_configuration_names_the_field(

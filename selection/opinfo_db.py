@@ -30,6 +30,17 @@ class Decoration:
     test_class: str | None
     test_name: str | None
     dtypes: tuple[str, ...] | None  # None: every dtype (or not statically known)
+    unconditional_skip: bool = False  # `unittest.skip(...)` with no active_if
+
+    def skips_for(self, device: str, test_class: str, template: str, dtype: str | None) -> bool:
+        """Does this decoration skip that instance on our device, whatever the run's flags?"""
+        if not self.unconditional_skip or self.test_class is None or self.test_name is None:
+            return False
+        if self.device_types is not None and not self.device_types & {device, "privateuse1"}:
+            return False
+        if (self.test_class, self.test_name) != (test_class, template):
+            return False
+        return self.dtypes is None or dtype in self.dtypes
 
 
 @dataclass
@@ -184,7 +195,23 @@ def decoration_of(node: ast.expr, dtype_eval: object | None = None) -> Decoratio
     dtypes = None
     if isinstance(dtype_eval, DtypeEvaluator) and "dtypes" in kwargs:
         dtypes = dtype_eval.evaluate(kwargs["dtypes"])
-    return Decoration(_hash(node), text, device_types, other, cls_name, test_name, dtypes)
+        if dtypes is None:  # unknown dtypes: never treat it as a skip of a given dtype
+            return Decoration(_hash(node), text, device_types, other, cls_name, test_name, None)
+    unconditional = active_if is None and decorator is not None and _is_unittest_skip(decorator)
+    return Decoration(
+        _hash(node), text, device_types, other, cls_name, test_name, dtypes, unconditional
+    )
+
+
+def _is_unittest_skip(node: ast.expr) -> bool:
+    """`unittest.skip("...")` (not skipIf, not expectedFailure)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "skip"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "unittest"
+    )
 
 
 def _decorator_names_other_device(node: ast.expr) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from selection.model import Candidate, Cause, Dropped, StageReport, TestInstance
+from selection.oplists import OpDatabase
 from selection.state import PipelineState
 from selection.universe import Universe
 
@@ -26,6 +27,22 @@ def _upstream_skips(universe: Universe) -> dict[tuple[str, str, str], str]:
     }
 
 
+def entry_skip(db: OpDatabase, inst: TestInstance, device: str) -> str | None:
+    """The OpInfo's own unconditional `DecorateInfo(unittest.skip(...), cls, test)` for this
+    instance on our device, if any: upstream never runs it, so it drops out."""
+    if inst.op is None:
+        return None
+    name = inst.op[: -len(inst.op_variant) - 1] if inst.op_variant else inst.op
+    entry = db.entries.get((inst.database, name, inst.op_variant))
+    if entry is None:
+        return None
+    for decorations in entry.decorations.values():
+        for deco in decorations:
+            if deco.skips_for(device, inst.test_class, inst.template, inst.dtype):
+                return deco.text
+    return None
+
+
 class ScopeStage:
     name = "scope"
 
@@ -33,12 +50,16 @@ class ScopeStage:
         from selection.stages.map import MapStage
 
         universe = MapStage.universe(state)
+        db = MapStage.database(state)
+        device = state.request.device.name
         backend = state.request.backend
         skipped_upstream = _upstream_skips(universe)
         reused: list[TestInstance] = []
         for inst in universe.instances:
             key = (inst.file, inst.test_class, inst.template)
-            if key not in skipped_upstream and backend.runs(inst):
+            if key in skipped_upstream or not backend.runs(inst):
+                continue
+            if entry_skip(db, inst, device) is None:
                 reused.append(inst)
         state.reused_total = len(reused)
         state.context["reused"] = reused
@@ -61,6 +82,11 @@ class ScopeStage:
             if not answer.runs:
                 state.dropped.append(Dropped(node_id, self.name, f"manifest: {answer.reason}"))
                 dropped_manifest += 1
+                continue
+            skip = entry_skip(db, inst, device)
+            if skip is not None:
+                state.dropped.append(Dropped(node_id, self.name, f"upstream skips it: {skip}"))
+                dropped_upstream += 1
                 continue
             candidate.mode = answer.mode
             candidate.causes.append(

@@ -33,7 +33,25 @@ def test_skip_aimed_at_another_device_is_detected_and_affects_nothing(
     assert any("'add'" in n and "other-device" in n for n in state.mapped.no_effect)  # type: ignore[union-attr]
 
 
-def test_device_agnostic_skip_selects_exactly_the_instance_it_names(
+def test_device_agnostic_decorator_selects_exactly_the_instance_it_names(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        DB,
+        ADD_SKIPS,
+        ADD_SKIPS
+        + '\n            DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", dtypes=(torch.float16,)),',
+    )
+    state = select(head)
+    change = state.changes.entries[0]  # type: ignore[union-attr]
+    assert (change.name, change.other_device_only) == ("add", False)
+    assert [(f.test_class, f.test_name, f.dtypes) for f in change.fields] == [
+        ("TestCommon", "test_out", ("float16",))
+    ]
+    assert ids(state) == {"test_out_add_spyre_float16"}
+
+
+def test_an_unconditional_upstream_skip_drops_the_instance_with_its_reason(
     upstream: UpstreamRepo, select: Select
 ) -> None:
     head = upstream.change(
@@ -43,12 +61,12 @@ def test_device_agnostic_skip_selects_exactly_the_instance_it_names(
         + '\n            DecorateInfo(unittest.skip("wrong"), "TestCommon", "test_out", dtypes=(torch.float16,)),',
     )
     state = select(head)
-    change = state.changes.entries[0]  # type: ignore[union-attr]
-    assert (change.name, change.other_device_only) == ("add", False)
-    assert [(f.test_class, f.test_name, f.dtypes) for f in change.fields] == [
-        ("TestCommon", "test_out", ("float16",))
-    ]
-    assert ids(state) == {"test_out_add_spyre_float16"}
+    assert counts(state, "map")["affected_instances"] == 1
+    assert state.candidates == {}
+    [dropped] = state.dropped
+    assert dropped.node_id.endswith("::test_out_add_spyre_float16")
+    assert dropped.reason.startswith("upstream skips it: DecorateInfo(unittest.skip('wrong')")
+    assert state.reused_total == 11  # no longer part of what run-all would run
 
 
 def test_sample_function_change_maps_to_every_instance_of_that_op_then_scope_drops_float64(

@@ -27,25 +27,33 @@ WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 
 
 class WritePacer:
+    """GitHub's secondary limits, per account: a write waits for a slot at least
+    `min_interval` after the previous one and at most `per_minute` in any minute.
+
+    Slots are reserved under a lock and waited for outside it, so writers for
+    different accounts (keys) never wait for each other.
+    """
+
     def __init__(self, min_interval: float, per_minute: int, clock: Clock) -> None:
         self._min_interval = min_interval
         self._per_minute = per_minute
         self._clock = clock
         self._lock = threading.Lock()
-        self._recent: deque[float] = deque()
+        self._slots: dict[str, deque[float]] = {}
 
-    def wait_turn(self) -> None:
+    def wait_turn(self, key: str = "") -> None:
         with self._lock:
             now = self._clock.now()
-            while self._recent and now - self._recent[0] >= 60.0:
-                self._recent.popleft()
-            wait = 0.0
-            if self._recent:
-                wait = self._min_interval - (now - self._recent[-1])
-            if len(self._recent) >= self._per_minute:
-                wait = max(wait, 60.0 - (now - self._recent[0]))
-            self._clock.sleep(max(0.0, wait))
-            self._recent.append(self._clock.now())
+            slots = self._slots.setdefault(key, deque())
+            while slots and now - slots[0] >= 60.0:
+                slots.popleft()
+            slot = now
+            if slots:
+                slot = max(slot, slots[-1] + self._min_interval)
+            if len(slots) >= self._per_minute:
+                slot = max(slot, slots[-self._per_minute] + 60.0)
+            slots.append(slot)
+        self._clock.sleep(slot - now)
 
 
 class GitHubClient:
@@ -69,6 +77,11 @@ class GitHubClient:
             return StaticTokenAuth(self.config.token.get_secret_value())
         return None
 
+    def account_of(self, repo: str) -> str:
+        """Whose secondary limits a write for `repo` counts against: with a GitHub App,
+        the installation (one per repository owner); with a token, its one user."""
+        return repo.split("/")[0].lower() if isinstance(self.auth, AppAuth) else "token"
+
     def request(self, method: str, path: str, *, repo: str, json: Any = None) -> httpx.Response:
         """Send one request for `repo` (whose installation token is used); raise on failure."""
         if self.auth is None:
@@ -83,7 +96,7 @@ class GitHubClient:
             "User-Agent": "spyre-ci-relay",
         }
         if method.upper() in WRITE_METHODS:
-            self.pacer.wait_turn()
+            self.pacer.wait_turn(self.account_of(repo))
         try:
             response = self._http.request(
                 method, f"{self.api_url}{path}", headers=headers, json=json

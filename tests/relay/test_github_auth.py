@@ -112,3 +112,13 @@ def test_paced_writes_never_trip_the_secondary_limit() -> None:
             for i in range(4):
                 assert _dispatch(client, f"org/r{i}").status_code == 204
         assert [r.status for r in fake.requests] == [204] * 4
+
+
+def test_pacer_keeps_accounts_apart() -> None:
+    clock = ManualClock(0.0)
+    pacer = WritePacer(min_interval=1.0, per_minute=80, clock=clock)
+    pacer.wait_turn("org-a")
+    pacer.wait_turn("org-b")  # another installation: no wait
+    assert clock.now() == 0.0
+    pacer.wait_turn("org-a")
+    assert clock.now() == 1.0

@@ -194,6 +194,7 @@ def issuer_router(state: RelayState) -> APIRouter:
     kid = key_id(key)
     secret = request_secret(state)
     issuer = issuer_url(state)
+    _warn_if_untrusted(state, issuer)
     names = {name for name, _ in targets}
 
     @api.get(ISSUER_PATH + "/.well-known/openid-configuration")
@@ -238,6 +239,18 @@ def issuer_router(state: RelayState) -> APIRouter:
         return JSONResponse({"count": 1, "value": value})
 
     return api
+
+
+def _warn_if_untrusted(state: RelayState, issuer: str) -> None:
+    from relay.callbacks.settings import callback_settings
+
+    trusted = {i.issuer.rstrip("/") for i in callback_settings(state.config.extra).oidc_issuers}
+    if issuer not in trusted:
+        log.warning(
+            "the local target's callbacks will be refused (401): add "
+            "{kind: github_actions, issuer: %s} to extra.callbacks.oidc_issuers",
+            issuer,
+        )
 
 
 # -- the dispatcher, run by the worker --

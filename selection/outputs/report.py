@@ -14,7 +14,7 @@ TEMPLATES = Path(__file__).with_name("templates")
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        autoescape=lambda name: bool(name and name.endswith(".html.j2")),  # not the Markdown
         trim_blocks=True,
         lstrip_blocks=True,
     )

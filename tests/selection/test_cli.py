@@ -106,6 +106,8 @@ def test_reports_are_self_contained_and_name_the_causes(
     md = (out / "report.md").read_text()
     assert "Selected 6 of 12 reused instances (50.0 %)" in md
     assert "## Blind spots" in md
+    assert "DeviceTypeTestBase.instantiate_test modified" in md
+    assert "&lt;" not in md and "&#39;" not in md  # Markdown is not HTML-escaped
 
 
 def test_overlay_merges_with_the_manifests_without_changing_outcomes(

@@ -196,8 +196,12 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
     assert "reference_add modified" in loop.page("/crcr/pr/102")
 
     # 6. L3 with the label: the fake GitHub holds in_progress then completed check runs
-    #    on each PR's head SHA.
-    checks = loop.results.check_runs_named(CHECK_NAME)
+    #    on each PR's head SHA (posted through the relay's outbox, so wait for all four).
+    checks = wait_until(
+        lambda: (found := loop.results.check_runs_named(CHECK_NAME)) and len(found) >= 4 and found,
+        30,
+        "four check runs on the fake GitHub",
+    )
     for sha, run, conclusion, number in (
         (demo.good_sha, good_run, "success", 101),
         (demo.bad_sha, bad_run, "failure", 102),

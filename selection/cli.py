@@ -257,6 +257,7 @@ def _select(kw: dict[str, Any], console: Console) -> int:
         widen=kw["widen"],
         disabled=list(kw["disabled"]),
         device=DeviceProfile(kw["device_name"], kw["device_class_suffix"]),
+        capabilities=kw["capabilities"],
     )
     llm = {
         "url": kw["llm_url"],

@@ -40,6 +40,11 @@ class Stage(Protocol):
     def run(self, state: PipelineState) -> StageReport: ...
 
 
+def _silently_dropped(before: set[str], state: PipelineState) -> list[str]:
+    recorded = {d.node_id for d in state.dropped}
+    return sorted(before - set(state.candidates) - recorded)
+
+
 class UnknownStage(ValueError):
     """--disable-stage named a stage that is not registered."""
 
@@ -74,11 +79,13 @@ class StageRegistry:
         reports: list[StageReport] = []
         for stage in self.stages:
             start = time.perf_counter()
+            before = set(state.candidates)
             if stage.name in self.disabled:
                 report = state.pass_through(stage.name)
                 report.enabled = False
             else:
                 report = stage.run(state)
+            self._account(stage.name, before, state, report)
             report.seconds = round(time.perf_counter() - start, 3)
             reports.append(report)
             state.reports.append(report)
@@ -87,3 +94,17 @@ class StageRegistry:
                     f"{stage.name}: " + ", ".join(f"{k} {v}" for k, v in report.counts.items())
                 )
         return reports
+
+    @staticmethod
+    def _account(name: str, before: set[str], state: PipelineState, report: StageReport) -> None:
+        """A stage that removes candidates without a Dropped record has them recorded here,
+        so that nothing leaves the selection without a reason."""
+        from selection.model import Dropped
+
+        silent = _silently_dropped(before, state)
+        for node_id in silent:
+            state.dropped.append(
+                Dropped(node_id, name, f"dropped by stage {name!r} without a reason")
+            )
+        if silent:
+            report.notes.append(f"{len(silent)} candidates dropped without a reason (recorded)")

@@ -65,6 +65,8 @@ class Mapper:
         self.by_op = universe.by_op()
         self.by_template = universe.by_template()
         self._machinery: set[SymbolKey] | None = None
+        self._aten_index: dict[str, list[str]] | None = None
+        self.aten_aliases: dict[str, tuple[str, ...]] = {}
 
     # -- recording -------------------------------------------------------------------------
     def _hit(self, instances: list[TestInstance], detect: Cause, how: Cause) -> None:
@@ -132,11 +134,21 @@ class Mapper:
 
     # -- native_functions.yaml / derivatives.yaml -------------------------------------------
     def _ops_by_aten(self) -> dict[str, list[str]]:
-        index: dict[str, list[str]] = {}
-        for entry in self.db.entries.values():
-            for name in {entry.aten_name, entry.name.rsplit(".", 1)[-1]}:
-                index.setdefault(name, []).append(entry.full_name)
-        return index
+        """aten base name -> OpInfo full names: the entry's aten_name / last name component,
+        plus what the capability file says a supported op lowers to (`square` -> `pow`)."""
+        if self._aten_index is None:
+            index: dict[str, list[str]] = {}
+            by_name = self.db.by_name()
+            for entry in self.db.entries.values():
+                for name in {entry.aten_name, entry.name.rsplit(".", 1)[-1]}:
+                    index.setdefault(name, []).append(entry.full_name)
+            for aten, ops in self.aten_aliases.items():
+                for op in ops:
+                    index.setdefault(aten, []).extend(
+                        self.db.entries[k].full_name for k in by_name.get(op, [])
+                    )
+            self._aten_index = {k: list(dict.fromkeys(v)) for k, v in index.items()}
+        return self._aten_index
 
     def _native(self) -> None:
         by_aten = self._ops_by_aten()
@@ -298,7 +310,7 @@ class Mapper:
                     for deco in getattr(node, "decorator_list", []):
                         aten.update(_ATEN.findall(_unparse(deco)))
             by_aten = self._ops_by_aten()
-            return [op for a in sorted(aten) for op in by_aten.get(a, [])]
+            return list(dict.fromkeys(op for a in sorted(aten) for op in by_aten.get(a, [])))
         return None
 
     # -- unparseable files --------------------------------------------------------------------

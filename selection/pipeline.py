@@ -14,9 +14,10 @@ import git
 
 from selection.agents import TriageAgent
 from selection.backend import BackendScope
+from selection.device import load_device_facts
 from selection.enumerate import DeviceProfile
 from selection.errors import BadInput
-from selection.hooks import UnknownStage
+from selection.hooks import Stage, UnknownStage
 from selection.model import Revision
 from selection.sources import repo as repo_source
 from selection.sources.mirror import Mirror
@@ -42,6 +43,7 @@ class SelectOptions:
     widen: str = "canary"
     disabled: list[str] = field(default_factory=list)
     device: DeviceProfile = field(default_factory=lambda: DeviceProfile("spyre", "SPYRE"))
+    capabilities: Path | None = None  # default: the shipped capability file
     available_versions: Callable[[], list[str]] = available_versions
 
 
@@ -129,8 +131,23 @@ def prepare(
         raise BadInput(f"manifests: {exc}") from exc
     base_trees, head_trees = _trees(repo, base, head, options.pytorch_src)
     paths = changed_paths(repo, base.sha, head.sha)
+    facts = load_device_facts(options.capabilities)
+    if facts.problem:
+        extra.append(facts.problem)
+    facts = load_device_facts(options.capabilities)
+    if facts.problem:
+        extra.append(facts.problem)
     request = SelectionRequest(
-        base, head, base_trees, head_trees, paths, backend, options.device, options.widen, mode
+        base,
+        head,
+        base_trees,
+        head_trees,
+        paths,
+        backend,
+        options.device,
+        options.widen,
+        mode,
+        facts,
     )
     return request, extra
 
@@ -141,9 +158,13 @@ def run_pipeline(
     disabled: list[str] | None = None,
     note: Callable[[str], None] | None = None,
     file_progress: Callable[[int, int], None] | None = None,
+    plugins: list[tuple[Stage, str | None]] | None = None,
 ) -> PipelineState:
+    """Run the stages; `plugins` are extra stages as (stage, name to run after)."""
     registry = default_registry(TriageStage(agent))
     registry.load_entry_points()
+    for stage, after in plugins or []:
+        registry.register(stage, after)
     try:
         registry.disable(disabled or [])
     except UnknownStage as exc:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from selection.backend import BackendScope
+from selection.device import DeviceFacts
 from selection.enumerate import DeviceProfile
 from selection.mapping import MapResult
 from selection.model import Candidate, Cause, ChangeKind, ChangeSet, Dropped, Revision, StageReport
@@ -23,6 +24,7 @@ class SelectionRequest:
     device: DeviceProfile = field(default_factory=DeviceProfile)
     widen: str = "canary"  # canary | full
     mode: str = "release"  # release | range | pr | diff
+    facts: DeviceFacts = field(default_factory=DeviceFacts)
 
 
 @dataclass

@@ -96,7 +96,9 @@ class MapStage:
         universe = self.universe(state)
         head_symbols = self._head_symbols(state, universe)
         graph = ReferenceGraph(head_symbols)
-        result = Mapper(state.changes, universe, db, graph, head_symbols).run()
+        mapper = Mapper(state.changes, universe, db, graph, head_symbols)
+        mapper.aten_aliases = state.request.facts.ops_by_aten
+        result = mapper.run()
         state.mapped = result
         state.candidates = result.candidates
         if state.request.widen == "full" and result.canary_causes:

@@ -48,13 +48,12 @@ def build_groups(candidates: dict[str, Candidate]) -> list[Group]:
     return sorted(groups.values(), key=lambda g: (-len(g.node_ids), g.group_id))
 
 
-def _rank(candidate: Candidate, verdict: Verdict) -> float:
+def _rank(
+    candidate: Candidate, verdict: Verdict, primary: tuple[str, ...] = PRIMARY_DTYPES
+) -> float:
+    """Agent priority x manifest mode, plus a little for the device's primary dtypes."""
     dtype = candidate.instance.dtype or ""
-    bonus = (
-        0.05 * (len(PRIMARY_DTYPES) - PRIMARY_DTYPES.index(dtype)) / len(PRIMARY_DTYPES)
-        if dtype in PRIMARY_DTYPES
-        else 0.0
-    )
+    bonus = 0.05 * (len(primary) - primary.index(dtype)) / len(primary) if dtype in primary else 0.0
     return round(verdict.priority * MODE_WEIGHT.get(candidate.mode, 1.0) + bonus, 4)
 
 
@@ -123,7 +122,7 @@ class TriageStage:
                         Dropped(node_id, self.name, f"{verdict.agent}: {verdict.rationale}")
                     )
                     continue
-                candidate.rank = _rank(candidate, verdict)
+                candidate.rank = _rank(candidate, verdict, state.request.facts.primary_dtypes)
                 kept[node_id] = candidate
         state.groups = groups
         findings = manifest_findings(state)

@@ -153,6 +153,11 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
     help="Manifest files (default: the shipped ones). Repeatable.",
 )
 @click.option(
+    "--capabilities",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Device capability file (default: torch_spyre_ref/capabilities.yaml): dtype order, aten aliases.",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     help="Output directory (default ./out/selection-<from>-<to>).",

@@ -84,6 +84,29 @@ def _comparable(old: DbEntry, new: DbEntry, field: str) -> bool:
     )
 
 
+def _dtype_change(old: DbEntry, new: DbEntry) -> FieldChange | None:
+    """`dtypes` compared as sets: only the added dtypes make new instances to run (the
+    removed ones no longer exist). None when either side cannot be evaluated statically."""
+    before = (
+        old.dtype_eval.evaluate(old.field_nodes["dtypes"])
+        if isinstance(old.dtype_eval, DtypeEvaluator)
+        else None
+    )
+    after = (
+        new.dtype_eval.evaluate(new.field_nodes["dtypes"])
+        if isinstance(new.dtype_eval, DtypeEvaluator)
+        else None
+    )
+    if before is None or after is None:
+        return None
+    added = tuple(sorted(set(after) - set(before)))
+    removed = tuple(sorted(set(before) - set(after)))
+    detail = "dtypes" + "".join(f" +{d}" for d in added) + "".join(f" -{d}" for d in removed)
+    if not added and not removed:
+        detail = "dtypes rewritten (same set)"
+    return FieldChange("dtypes", detail, False, dtypes=added)
+
+
 def diff_entry_fields(old: DbEntry, new: DbEntry) -> list[FieldChange]:
     changes: list[FieldChange] = []
     for field in sorted(set(old.fields) | set(new.fields)):
@@ -93,6 +116,11 @@ def diff_entry_fields(old: DbEntry, new: DbEntry) -> list[FieldChange]:
             before, after = old.decorations.get(field, []), new.decorations.get(field, [])
             changes.extend(_decoration_changes(field, before, after))
             continue
+        if field == "dtypes" and field in old.fields and field in new.fields:
+            dtype_change = _dtype_change(old, new)
+            if dtype_change is not None:
+                changes.append(dtype_change)
+                continue
         other = names_other_device(field)
         if field == "dtypesIf":
             other = False

@@ -24,6 +24,7 @@ from selection.model import (
     ChangeKind,
     ChangeSet,
     EntryChange,
+    FieldChange,
     SymbolChange,
     TestInstance,
 )
@@ -120,14 +121,18 @@ class Mapper:
             detail = "; ".join(f.detail for f in relevant[:3]) + ("…" if len(relevant) > 3 else "")
             detect = Cause("detect", "entry", f"{summary}: {detail}" if detail else summary)
             instances = self.by_op.get(change.full_name, [])
-            targeted = bool(relevant) and all(
-                f.field in DECORATION_FIELDS and f.test_class for f in relevant
-            )
-            if targeted:
+            if relevant and all(_targeted(f) for f in relevant):
                 instances = [i for i in instances if any(_aimed_at(f, i) for f in relevant)]
+                kinds = {"dtypes" if f.field == "dtypes" else "decoration" for f in relevant}
                 how = Cause(
-                    "map", "entry-decoration", "a skip/decorator aimed at this test changed"
+                    "map",
+                    "entry-decoration" if kinds == {"decoration"} else "entry-dtypes",
+                    "only the instances the changed skip/decorator/dtype list names",
                 )
+                if not instances:
+                    self.result.no_effect.append(
+                        f"{detect.summary}: names no instance that exists here"
+                    )
             else:
                 how = Cause("map", "entry", f"every generated instance of {change.full_name!r}")
             self._hit(instances, detect, how)
@@ -329,10 +334,20 @@ class Mapper:
                 self._hit(self.universe.instances, Cause("detect", "unparseable", file.path), cause)
 
 
+def _targeted(change: FieldChange) -> bool:
+    """A field change that names the instances it affects: a DecorateInfo aimed at a test
+    class, or a dtype list compared as sets (its added dtypes)."""
+    if change.field == "dtypes":
+        return change.dtypes is not None
+    return change.field in DECORATION_FIELDS and bool(change.test_class)
+
+
 def _aimed_at(change: object, inst: TestInstance) -> bool:
     test_class = getattr(change, "test_class", None)
     test_name = getattr(change, "test_name", None)
     dtypes = getattr(change, "dtypes", None)
+    if getattr(change, "field", "") == "dtypes":
+        return inst.dtype in (dtypes or ())
     if test_class and test_class != inst.test_class:
         return False
     if test_name and test_name != inst.template:

@@ -9,6 +9,7 @@ PRIORITY = {
     "template": 0.95,
     "entry": 0.85,
     "entry-decoration": 0.7,
+    "entry-dtypes": 0.85,
     "native": 0.75,
     "helper": 0.65,
     "library": 0.6,
@@ -51,6 +52,8 @@ class DeterministicAgent:
                 0.9,
                 self.name,
             )
+        if kind == "entry-dtypes":
+            return Verdict("run", "the op now generates these dtypes", 0.8, priority, self.name)
         if kind == "entry-decoration":
             return Verdict(
                 "run",

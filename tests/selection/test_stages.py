@@ -69,6 +69,35 @@ def test_an_unconditional_upstream_skip_drops_the_instance_with_its_reason(
     assert state.reused_total == 11  # no longer part of what run-all would run
 
 
+def test_a_dtype_list_change_maps_only_the_added_dtypes(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    widened = upstream.change(
+        DB,
+        "dtypes=floating_types_and(torch.float16),\n        sample_inputs_func=sample_inputs_mul",
+        "dtypes=all_types_and(torch.float16),\n        sample_inputs_func=sample_inputs_mul",
+    )
+    state = select(widened)
+    [change] = state.changes.entries  # type: ignore[union-attr]
+    assert [f.detail for f in change.fields] == ["dtypes +int32 +int64"]
+    mapped = {c.instance.name for c in state.mapped.candidates.values()}  # type: ignore[union-attr]
+    assert mapped == {
+        "test_out_mul_spyre_int32",
+        "test_out_mul_spyre_int64",
+        "test_skipped_by_manifest_mul_spyre_int32",
+        "test_skipped_by_manifest_mul_spyre_int64",
+    }
+    assert state.candidates == {}  # the device's manifests run no integer dtypes
+    narrowed = upstream.change(
+        DB,
+        "dtypes=floating_types_and(torch.float16),\n        sample_inputs_func=sample_inputs_mul",
+        "dtypes=floating_types(),\n        sample_inputs_func=sample_inputs_mul",
+    )
+    state = select(narrowed)
+    assert counts(state, "map")["affected_instances"] == 0
+    assert any("dtypes -float16" in n and "names no instance" in n for n in state.mapped.no_effect)  # type: ignore[union-attr]
+
+
 def test_sample_function_change_maps_to_every_instance_of_that_op_then_scope_drops_float64(
     upstream: UpstreamRepo, select: Select
 ) -> None:

@@ -21,6 +21,9 @@ from selection.model import Revision
 from selection.sources.wheels import Progress, extract_sources, fetch_wheel
 
 _FIXED_DATE = "2000-01-01T00:00:00+0000"
+# Bumped when what a mirrored release contains changes; older commits are rebuilt.
+MIRROR_FORMAT = "spyre-ci mirror format 2 (torch/**/*.py, ATen native and autograd YAML)\n"
+FORMAT_FILE = "SPYRE_CI_MIRROR"
 _GIT_VERSION = re.compile(r"""git_version\s*=\s*['"]([0-9a-f]{7,40})['"]""")
 _VERSION = re.compile(r"""__version__\s*=\s*['"]([^'"]+)['"]""")
 
@@ -52,7 +55,10 @@ class Mirror:
         try:
             commit = self.repo.commit(self.tag(version))
             text = (commit.tree / "torch/version.py").data_stream.read().decode()
+            form = (commit.tree / FORMAT_FILE).data_stream.read().decode()
         except (git.BadName, ValueError, KeyError, git.GitCommandError):
+            return None
+        if form != MIRROR_FORMAT:
             return None
         found = _VERSION.search(text)
         if not found or found.group(1).split("+")[0] != version:
@@ -70,6 +76,7 @@ class Mirror:
         staging = Path(tempfile.mkdtemp(prefix=f"torch-{version}-", dir=self.cache))
         try:
             extract_sources(wheel, staging, progress, f"extracting torch {version} sources")
+            (staging / FORMAT_FILE).write_text(MIRROR_FORMAT, encoding="utf-8")
             self._commit(version, staging, progress)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -29,6 +29,8 @@ Progress = Callable[[str, int, int], None]  # (description, done, total)
 def wanted_member(name: str) -> bool:
     if name.startswith("torch/") and name.endswith(".py"):
         return True
+    if name == "torchgen/packaged/autograd/derivatives.yaml":
+        return True
     return name.startswith("torchgen/packaged/ATen/native/") and name.endswith(".yaml")
 
 

@@ -59,6 +59,10 @@ def _wheel(cache: Path, version: str, body: str = "") -> Path:
             "torchgen/packaged/ATen/native/native_functions.yaml",
             "- func: abs(Tensor self) -> Tensor\n",
         )
+        archive.writestr(
+            "torchgen/packaged/autograd/derivatives.yaml",
+            "- name: abs(Tensor self) -> Tensor\n  self: grad * self.sgn()\n",
+        )
         archive.writestr("torch/lib/libtorch_cpu.so", b"\x7fELF" + b"\0" * 64)
         archive.writestr("torch-9.1.0.dist-info/RECORD", "")
     (directory / "complete.json").write_text(
@@ -81,9 +85,11 @@ def test_a_cached_release_is_mirrored_as_one_reproducible_commit(tmp_path: Path)
         if i.type == "blob"
     )  # type: ignore[union-attr]
     assert files == [
+        "SPYRE_CI_MIRROR",
         "torch/testing/_internal/common_dtype.py",
         "torch/version.py",
         "torchgen/packaged/ATen/native/native_functions.yaml",
+        "torchgen/packaged/autograd/derivatives.yaml",
     ]
     assert Mirror(tmp_path / "b").ensure("9.1.0").sha == revision.sha
     assert Mirror(tmp_path / "a").release("9.1.0") == revision
@@ -96,6 +102,17 @@ def test_a_second_release_diffs_against_the_first(tmp_path: Path) -> None:
     old, new = mirror.ensure("9.1.0"), mirror.ensure("9.2.0")
     changed = mirror.repo.git.diff("--name-only", old.sha, new.sha).split()
     assert changed == ["torch/testing/_internal/common_dtype.py", "torch/version.py"]
+
+
+def test_a_mirror_commit_of_an_older_format_is_rebuilt(tmp_path: Path) -> None:
+    _wheel(tmp_path, "9.1.0")
+    mirror = Mirror(tmp_path)
+    revision = mirror.ensure("9.1.0")
+    empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree: no format file
+    stale = mirror.repo.git.commit_tree(empty_tree, "-m", "old format")
+    mirror.repo.git.update_ref("refs/tags/torch-9.1.0", stale)
+    assert mirror.release("9.1.0") is None
+    assert mirror.ensure("9.1.0").sha == revision.sha
 
 
 def test_a_corrupt_mirror_is_set_aside_and_rebuilt(tmp_path: Path) -> None:

@@ -109,7 +109,11 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
     }
 
 
-@click.command("select")
+@click.command(
+    "select",
+    epilog="Exit codes: 0 tests selected, 4 nothing selected, 2 bad input, 3 fetch failure, "
+    "1 internal error. Outputs and schema: docs/selection.md.",
+)
 @click.option(
     "--from",
     "from_",

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from selection.enumerate import DeviceProfile, enumerate_template
+from selection.oplists import OpDatabase
 from selection.sources.tree import DirTree
 from selection.templates import parse_test_module
 from selection.upstream import ParsedTrees, load_database
@@ -123,11 +124,21 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return directory / "test_enum.py", json.loads(done.stdout.strip().splitlines()[-1])
 
 
+_DATABASES: dict[str, OpDatabase] = {}
+
+
+def _installed_database() -> OpDatabase:
+    """The OpInfo database of the installed torch, parsed statically (once per session)."""
+    if "db" not in _DATABASES:
+        spec = importlib.util.find_spec("torch")
+        assert spec is not None and spec.submodule_search_locations
+        torch_root = Path(next(iter(spec.submodule_search_locations))).parent
+        _DATABASES["db"] = load_database(ParsedTrees(DirTree(torch_root)))
+    return _DATABASES["db"]
+
+
 def _static(path: Path) -> dict[str, tuple[set[str], bool]]:
-    spec = importlib.util.find_spec("torch")
-    assert spec is not None and spec.submodule_search_locations
-    torch_root = Path(next(iter(spec.submodule_search_locations))).parent
-    db = load_database(ParsedTrees(DirTree(torch_root)))
+    db = _installed_database()
     module = parse_test_module(ast.parse(path.read_text()), "test/test_enum.py", db.dtype_eval)
     out: dict[str, tuple[set[str], bool]] = {}
     for template in module.templates:

@@ -165,7 +165,12 @@ class Mapper:
                 self.result.no_effect.append(f"{summary}: only another device's dispatch changed")
                 continue
             detect = Cause("detect", "native", summary)
-            how = Cause("map", "native", f"ops dispatching to aten::{change.base_name}")
+            if change.source == "derivatives":
+                how = Cause(
+                    "map", "derivative", f"ops differentiated through aten::{change.base_name}"
+                )
+            else:
+                how = Cause("map", "native", f"ops dispatching to aten::{change.base_name}")
             for op in by_aten.get(change.base_name, []):
                 self._hit(self.by_op.get(op, []), detect, how)
 

@@ -11,6 +11,7 @@ PRIORITY = {
     "entry-decoration": 0.7,
     "entry-dtypes": 0.85,
     "native": 0.75,
+    "derivative": 0.75,
     "helper": 0.65,
     "library": 0.6,
     "unparseable": 0.9,
@@ -61,6 +62,10 @@ class DeterministicAgent:
                 0.7,
                 priority,
                 self.name,
+            )
+        if kind == "derivative":
+            return Verdict(
+                "run", "the op's derivative formula changed upstream", 0.8, priority, self.name
             )
         if kind in ("entry", "native", "library"):
             return Verdict(

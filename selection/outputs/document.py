@@ -41,6 +41,7 @@ def build_document(
         selected.append(
             {
                 "id": node_id,
+                "run_as": node_id.rsplit("::", 1)[0] if node_id.endswith("*") else node_id,
                 "shard": shards.get(node_id),
                 "rank": candidate.rank,
                 "mode": candidate.mode,

@@ -13,6 +13,16 @@ from selection.outputs.shards import actions_matrix, assign_shards
 from selection.state import PipelineState
 
 
+def run_as(node_id: str) -> str:
+    """What pytest is given for a selected id: the id itself, or for a template that could
+    not be enumerated (`...::test_foo*`) its whole instantiated class (a superset, never less)."""
+    return node_id.rsplit("::", 1)[0] if node_id.endswith("*") else node_id
+
+
+def _lines(ids: list[str]) -> str:
+    return "".join(f"{i}\n" for i in dict.fromkeys(run_as(i) for i in ids))
+
+
 def write_outputs(
     state: PipelineState,
     out: Path,
@@ -35,14 +45,14 @@ def write_outputs(
         "report.html": out / "report.html",
     }
     paths["selection.json"].write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    paths["selected.txt"].write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
+    paths["selected.txt"].write_text(_lines(ids), encoding="utf-8")
     shard_dir = out / "shards"
     shard_dir.mkdir(exist_ok=True)
     for stale in shard_dir.glob("*.txt"):
         stale.unlink()
     for n in range(1, len(loads) + 1):
         lines = [i for i in ids if assignment[i] == n]  # ids are in rank order
-        (shard_dir / f"{n}.txt").write_text("".join(f"{i}\n" for i in lines), encoding="utf-8")
+        (shard_dir / f"{n}.txt").write_text(_lines(lines), encoding="utf-8")
     paths["manifest.yaml"].write_text(
         build_overlay(state.candidates, state.request.base.label, state.request.head.label),
         encoding="utf-8",

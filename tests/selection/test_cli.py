@@ -305,3 +305,39 @@ def test_unmapped_library_change_selects_the_canary_and_reports_the_blind_spot(
     assert doc["summary"]["selected"] == 6  # one per (template, dtype) stratum
     assert any("torch/_inductor/lowering.py" in g["cause"] for g in doc["groups"])
     assert any("not mapped to ops statically" in b for b in doc["blind_spots"])
+
+
+def test_a_template_that_cannot_be_enumerated_runs_as_its_whole_class(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(
+        "test/test_ops.py",
+        "    @onlyCUDA\n",
+        '    @parametrize("n", SIZES)\n    def test_sizes(self, device, n):\n        pass\n\n    @onlyCUDA\n',
+    )
+    out = tmp_path / "wild"
+    code, _, _ = run(
+        [
+            "--pytorch-repo",
+            str(upstream.path),
+            "--from",
+            upstream.base,
+            "--to",
+            head,
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(out),
+            "--disable-stage",
+            "scope",
+            "--shards",
+            "1",
+        ],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_SELECTED
+    doc = json.loads((out / "selection.json").read_text())
+    [wild] = [s for s in doc["selected"] if s["template"] == "test_sizes"]
+    assert (wild["id"], wild["exact"]) == ("test/test_ops.py::TestCommonSPYRE::test_sizes*", False)
+    assert wild["run_as"] == "test/test_ops.py::TestCommonSPYRE"
+    assert (out / "shards" / "1.txt").read_text().split() == ["test/test_ops.py::TestCommonSPYRE"]

@@ -268,3 +268,29 @@ def test_unknown_stage_name_is_bad_input(upstream: UpstreamRepo, select: Select)
     head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
     with pytest.raises(BadInput, match="unknown stage 'mapp'"):
         select(head, disabled=["mapp"])
+
+
+def test_triage_decides_per_root_cause_and_ranks_mandatory_and_float16_first(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    head = upstream.change(
+        DB,
+        "yield SampleInput(torch.ones(5, device=device",
+        "yield SampleInput(torch.ones(7, device=device",
+    )
+    state = select(head)
+    [group] = state.groups
+    assert group.verdict is not None
+    assert (group.verdict.decision, group.verdict.agent) == ("run", "deterministic")
+    assert group.verdict.rationale == "reached by a changed helper"
+    assert "sample_inputs_unary modified" in group.cause.summary
+    ranked = [(c.mode, c.instance.dtype) for c in state.candidates.values()]
+    assert ranked == [
+        ("mandatory_success", "float16"),
+        ("mandatory_success", "float32"),
+        ("mandatory_success", "float32"),
+        ("xfail", "float16"),
+        ("xfail", "float32"),
+        ("xfail", "float32"),
+    ]
+    assert counts(state, "triage")["run"] == counts(state, "triage")["selected"] == 6

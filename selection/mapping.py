@@ -101,6 +101,11 @@ class Mapper:
                 self.result.removed_templates.append(change)
                 continue
             instances = self.by_template.get((change.path, cls_name, method), [])
+            if not instances:
+                self.result.no_effect.append(
+                    f"{detect.summary}: not a template of a file the manifests reuse, "
+                    "or not instantiated for this device"
+                )
             self._hit(instances, detect, Cause("map", "template", "the template's body changed"))
 
     # -- database entries --------------------------------------------------------------------

@@ -55,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from relay.dispatch.dispatcher import DispatchRequest
 from relay.dispatch.payload import build_client_payload
 from relay.jobs import PermanentError
+from relay.store.errors import StoreError
 
 if TYPE_CHECKING:
     from relay.state import RelayState
@@ -349,7 +350,7 @@ class LocalDispatcher:
                     "SELECT 1 AS found FROM dispatches WHERE delivery_id = ? AND repo = ?",
                     (request.delivery_id, request.target),
                 )
-        except Exception:  # a busy store: try again at the next poll
+        except StoreError:  # a busy or unreachable store: try again at the next poll
             return False
         return row is not None
 

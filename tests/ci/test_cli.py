@@ -169,3 +169,18 @@ def test_refused_callback_fails_the_step_with_the_relays_answer(
     result = _step(tmp_path, server, event, "callback", "--status", "in_progress")
     assert result.returncode == 1
     assert "HTTP 403" in result.stderr and "another repository" in result.stderr
+
+
+def test_report_sends_in_progress_first_when_it_was_never_acknowledged(
+    tmp_path: Path, server: Loopback, webhook: Webhook
+) -> None:
+    event = dispatch_event("pull_request", webhook("pull_request.opened"), "d-retry")
+    server.script = [(400, {}, '{"error": "try later"}')]
+    assert _step(tmp_path, server, event, "callback", "--status", "in_progress").returncode == 1
+    done = _step(tmp_path, server, event, "report", "--needs", "{}")
+    assert done.returncode == 0, done.stderr
+    assert "in_progress was not acknowledged" in done.stderr
+    statuses = [c["workflow"]["status"] for c in server.callbacks]
+    assert statuses == ["in_progress", "in_progress", "completed"]
+    # the resent in_progress is the one that was refused, byte for byte (same start time)
+    assert server.callbacks[0] == server.callbacks[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,13 @@ MANIFESTS = click.option(
     envvar="SPYRE_CI_MANIFESTS",
     help="The backend's manifest(s) (default: the shipped ones; env SPYRE_CI_MANIFESTS, ':'-separated).",
 )
+PLAN_FILE = click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The plan JSON `spyre-ci ci plan --write` wrote.",
+)
 STATE_FILE = click.option(
     "--state-file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -65,3 +73,7 @@ def plan_from_event(event_path: str | None, upstream_sha: str = "") -> tuple[Pla
     if upstream_sha and plan.event_type in ("nightly", "manual"):
         plan = Plan.from_json({**plan.to_json(), "head_sha": upstream_sha})
     return plan, event
+
+
+def read_plan(path: Path) -> Plan:
+    return Plan.from_json(json.loads(path.read_text()))

@@ -8,8 +8,14 @@ from pathlib import Path
 import click
 
 from spyre_ci.ci import runner_env, steps
-from spyre_ci.ci.cli_common import EVENT_PATH, MANIFESTS, ci_group, plan_from_event
-from spyre_ci.ci.plan import Plan
+from spyre_ci.ci.cli_common import (
+    EVENT_PATH,
+    MANIFESTS,
+    PLAN_FILE,
+    ci_group,
+    plan_from_event,
+    read_plan,
+)
 from spyre_ci.ci.upstream import CheckoutFailed, sparse_checkout
 
 
@@ -33,19 +39,14 @@ def plan_command(event_path: str | None, write_to: Path | None) -> None:
 
 
 @ci_group.command("checkout")
-@click.option(
-    "--plan",
-    "plan_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True,
-)
+@PLAN_FILE
 @click.option(
     "--upstream-url", default=None, help="Default: https://github.com/<upstream_repo>.git"
 )
 @click.option("--dest", type=click.Path(file_okay=False, path_type=Path), required=True)
 def checkout_command(plan_path: Path, upstream_url: str | None, dest: Path) -> None:
     """Sparse, shallow checkout of the upstream sources at the plan's commits."""
-    plan = Plan.from_json(json.loads(plan_path.read_text()))
+    plan = read_plan(plan_path)
     url = upstream_url or f"https://github.com/{plan.upstream_repo}.git"
     try:
         checkout = sparse_checkout(url, dest, plan.head_sha, plan.base_sha)
@@ -63,12 +64,7 @@ def checkout_command(plan_path: Path, upstream_url: str | None, dest: Path) -> N
 
 
 @ci_group.command("select")
-@click.option(
-    "--plan",
-    "plan_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True,
-)
+@PLAN_FILE
 @click.option(
     "--pytorch-repo", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True
 )
@@ -79,7 +75,7 @@ def select_command(
     plan_path: Path, pytorch_repo: Path, out: Path, shards: int, manifests: tuple[Path, ...]
 ) -> None:
     """Run `spyre-ci select` for the plan; write the shard matrix to GITHUB_OUTPUT."""
-    plan = Plan.from_json(json.loads(plan_path.read_text()))
+    plan = read_plan(plan_path)
     result = steps.run_select(plan, pytorch_repo, out, shards, list(manifests))
     runner_env.write_outputs(
         {

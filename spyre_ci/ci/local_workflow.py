@@ -158,21 +158,21 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
     pytorch = run.workdir / "pytorch"
     junit = run.workdir / "junit"
     plan = str(selection / "plan.json")
+    # the select job and every test leg check out the same upstream commits
+    checkout = (
+        "checkout",
+        "--plan",
+        plan,
+        "--upstream-url",
+        run.upstream_url,
+        "--dest",
+        str(pytorch),
+    )
 
     select = JobOutcome(result="success")
     runner.step(select, "select-plan", "plan", "--write", plan)
     if select.outputs.get("run") == "true":
-        runner.step(
-            select,
-            "select-checkout",
-            "checkout",
-            "--plan",
-            plan,
-            "--upstream-url",
-            run.upstream_url,
-            "--dest",
-            str(pytorch),
-        )
+        runner.step(select, "select-checkout", *checkout)
         runner.step(
             select,
             "select-select",
@@ -196,17 +196,7 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
         test.result = "success"
         for shard in _shards(select.outputs.get("matrix", "")):
             leg = JobOutcome(result="success")
-            runner.step(
-                leg,
-                f"test-{shard}-checkout",
-                "checkout",
-                "--plan",
-                plan,
-                "--upstream-url",
-                run.upstream_url,
-                "--dest",
-                str(pytorch),
-            )
+            runner.step(leg, f"test-{shard}-checkout", *checkout)
             runner.step(
                 leg,
                 f"test-{shard}-test",

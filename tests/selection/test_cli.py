@@ -9,21 +9,15 @@ from pathlib import Path
 import git
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from selection.cli import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_FETCH, EXIT_SELECTED
-from spyre_ci.cli import cli
 from test_manifests import TestInstance, load_manifest, manifest_from_text, resolve
 from test_manifests.merge import merge_manifests
+from tests.support.select_cli import range_args, run_select
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 DEVICE = f"{INTERNAL}/common_device_type.py"
-
-
-def run(args: list[str], cache: Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["select", "--cache-dir", str(cache), "--quiet", *args])
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -39,22 +33,8 @@ def test_range_mode_writes_every_output_and_prints_where(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    code, stdout, _ = run(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--from",
-            upstream.base,
-            "--to",
-            canary_head,
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(out),
-            "--shards",
-            "4",
-        ],
-        tmp_path / "cache",
+    code, stdout, _ = run_select(
+        [*range_args(upstream, canary_head, manifest, out), "--shards", "4"], tmp_path / "cache"
     )
     assert code == EXIT_SELECTED
     for name in ("report.html", "report.md", "selection.json"):
@@ -85,21 +65,7 @@ def test_reports_are_self_contained_and_name_the_causes(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    run(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--from",
-            upstream.base,
-            "--to",
-            canary_head,
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(out),
-        ],
-        tmp_path / "cache",
-    )
+    run_select(range_args(upstream, canary_head, manifest, out), tmp_path / "cache")
     html = (out / "report.html").read_text()
     assert "<script" not in html and not re.search(r"(src|href)=\"https?://", html)
     assert "instantiate_test" in html and "canary" in html
@@ -119,21 +85,7 @@ def test_overlay_merges_with_the_manifests_without_changing_outcomes(
         "self.assertClose(op.op(sample.input), op.ref(sample.input))",
     )
     out = tmp_path / "out"
-    code, _, _ = run(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--from",
-            upstream.base,
-            "--to",
-            head,
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(out),
-        ],
-        tmp_path / "cache",
-    )
+    code, _, _ = run_select(range_args(upstream, head, manifest, out), tmp_path / "cache")
     assert code == EXIT_SELECTED
     overlay_text = (out / "manifest.yaml").read_text()
     overlay = yaml.safe_load(overlay_text)
@@ -153,20 +105,8 @@ def test_nothing_selected_exits_4(upstream: UpstreamRepo, manifest: Path, tmp_pa
     head = upstream.change(
         DEVICE, "def skipMPS(fn):\n    return fn", "def skipMPS(fn):\n    fn.mps = 1\n    return fn"
     )
-    code, _, _ = run(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--from",
-            upstream.base,
-            "--to",
-            head,
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(tmp_path / "o"),
-        ],
-        tmp_path / "cache",
+    code, _, _ = run_select(
+        range_args(upstream, head, manifest, tmp_path / "o"), tmp_path / "cache"
     )
     assert code == EXIT_EMPTY
     assert json.loads((tmp_path / "o" / "selection.json").read_text())["selected"] == []
@@ -178,7 +118,7 @@ def test_pr_mode_uses_the_pull_request_ref(
     upstream.repo.create_head("feature", canary_head)
     upstream.repo.git.update_ref("refs/pull/7/head", canary_head)
     out = tmp_path / "pr"
-    code, _, _ = run(
+    code, _, _ = run_select(
         [
             "--pytorch-repo",
             str(upstream.path),
@@ -207,7 +147,7 @@ def test_diff_mode_applies_a_patch_onto_the_base(
     patch = tmp_path / "change.patch"
     patch.write_text(upstream.repo.git.diff(upstream.base, head) + "\n")
     out = tmp_path / "diff"
-    code, _, _ = run(
+    code, _, _ = run_select(
         [
             "--pytorch-repo",
             str(upstream.path),
@@ -245,7 +185,7 @@ def test_bad_input_names_what_failed_and_exits_2(
     patch = tmp_path / "garbage.patch"
     patch.write_text("this is not a patch\n")
     args = [str(patch) if a == "__PATCH__" else a for a in args]
-    code, _, stderr = run(
+    code, _, stderr = run_select(
         ["--pytorch-repo", str(upstream.path), "--manifest", str(manifest), *args],
         tmp_path / "cache",
     )
@@ -254,13 +194,13 @@ def test_bad_input_names_what_failed_and_exits_2(
 
 
 def test_pr_mode_without_a_clone_is_bad_input(tmp_path: Path) -> None:
-    code, _, stderr = run(["--pr", "5"], tmp_path / "cache")
+    code, _, stderr = run_select(["--pr", "5"], tmp_path / "cache")
     assert code == EXIT_BAD_INPUT
     assert "--pr needs --pytorch-repo" in stderr
 
 
 def test_a_branch_name_without_a_clone_is_bad_input(tmp_path: Path) -> None:
-    code, _, stderr = run(["--from", "main", "--to", "v2.14.0-rc1"], tmp_path / "cache")
+    code, _, stderr = run_select(["--from", "main", "--to", "v2.14.0-rc1"], tmp_path / "cache")
     assert code == EXIT_BAD_INPUT
     assert "'main' is not a release version" in " ".join(stderr.split())
 
@@ -270,7 +210,7 @@ def test_pr_fetch_failure_exits_3_naming_the_pr(
 ) -> None:
     clone = git.Repo.clone_from(upstream.path, tmp_path / "clone")
     clone.remote("origin").set_url(str(tmp_path / "gone"))  # the remote no longer exists
-    code, _, stderr = run(
+    code, _, stderr = run_select(
         ["--pytorch-repo", str(clone.working_dir), "--pr", "12", "--manifest", str(manifest)],
         tmp_path / "cache",
     )
@@ -285,21 +225,7 @@ def test_unmapped_library_change_selects_the_canary_and_reports_the_blind_spot(
     upstream.write("torch/_inductor/lowering.py", "def lower(node):\n    return node\n")
     head = upstream.commit("inductor")
     out = tmp_path / "lib"
-    code, _, _ = run(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--from",
-            upstream.base,
-            "--to",
-            head,
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(out),
-        ],
-        tmp_path / "cache",
-    )
+    code, _, _ = run_select(range_args(upstream, head, manifest, out), tmp_path / "cache")
     assert code == EXIT_SELECTED
     doc = json.loads((out / "selection.json").read_text())
     assert doc["summary"]["selected"] == 6  # one per (template, dtype) stratum
@@ -316,23 +242,8 @@ def test_a_template_that_cannot_be_enumerated_runs_as_its_whole_class(
         '    @parametrize("n", SIZES)\n    def test_sizes(self, device, n):\n        pass\n\n    @onlyCUDA\n',
     )
     out = tmp_path / "wild"
-    code, _, _ = run(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--from",
-            upstream.base,
-            "--to",
-            head,
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(out),
-            "--disable-stage",
-            "scope",
-            "--shards",
-            "1",
-        ],
+    code, _, _ = run_select(
+        [*range_args(upstream, head, manifest, out), "--disable-stage", "scope", "--shards", "1"],
         tmp_path / "cache",
     )
     assert code == EXIT_SELECTED

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from selection.agents.llm import LLMAgent, LLMConfig
 from selection.model import Cause
 from selection.state import Group
-from spyre_ci.cli import cli
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.select_cli import range_args, run_select
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 
@@ -160,23 +159,9 @@ def test_cli_llm_agent_drops_with_reason_in_selection_json(
         )
 
     with FakeOpenAI(decide=not_needed) as fake:
-        result = CliRunner().invoke(
-            cli,
+        code, _, stderr = run_select(
             [
-                "select",
-                "--quiet",
-                "--cache-dir",
-                str(tmp_path / "c"),
-                "--pytorch-repo",
-                str(upstream.path),
-                "--from",
-                upstream.base,
-                "--to",
-                head,
-                "--manifest",
-                str(manifest),
-                "--out",
-                str(tmp_path / "o"),
+                *range_args(upstream, head, manifest, tmp_path / "o"),
                 "--agent",
                 "llm",
                 "--llm-url",
@@ -184,8 +169,9 @@ def test_cli_llm_agent_drops_with_reason_in_selection_json(
                 "--model",
                 fake.model,
             ],
+            tmp_path / "c",
         )
-    assert result.exit_code == 4, result.stderr
+    assert code == 4, stderr
     doc = json.loads((tmp_path / "o" / "selection.json").read_text())
     assert doc["agent"]["name"] == "llm" and doc["selected"] == []
     agent_drops = [d for d in doc["dropped"] if d["stage"] == "triage"]
@@ -198,19 +184,6 @@ def test_cli_llm_agent_drops_with_reason_in_selection_json(
 
 
 def test_llm_agent_needs_url_and_model(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "select",
-            "--from",
-            "2.13",
-            "--to",
-            "2.14",
-            "--agent",
-            "llm",
-            "--cache-dir",
-            str(tmp_path),
-        ],
-    )
-    assert result.exit_code == 2
-    assert "--agent llm needs --llm-url URL and --model NAME" in result.stderr
+    code, _, stderr = run_select(["--from", "2.13", "--to", "2.14", "--agent", "llm"], tmp_path)
+    assert code == 2
+    assert "--agent llm needs --llm-url URL and --model NAME" in stderr

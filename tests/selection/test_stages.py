@@ -16,14 +16,17 @@ NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
 ADD_SKIPS = 'DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="mps"),'
 
 
+def add_decorator(upstream: UpstreamRepo, decorator: str) -> str:
+    """Commit `decorator` into the skips of the OpInfo 'add'; return the new head."""
+    return upstream.change(DB, ADD_SKIPS, f"{ADD_SKIPS}\n            {decorator},")
+
+
 def test_skip_aimed_at_another_device_is_detected_and_affects_nothing(
     upstream: UpstreamRepo, select: Select
 ) -> None:
-    head = upstream.change(
-        DB,
-        ADD_SKIPS,
-        ADD_SKIPS
-        + '\n            DecorateInfo(unittest.skip("flaky"), "TestCommon", "test_out", device_type="cuda"),',
+    head = add_decorator(
+        upstream,
+        'DecorateInfo(unittest.skip("flaky"), "TestCommon", "test_out", device_type="cuda")',
     )
     state = select(head)
     assert counts(state, "detect")["database_entries"] == 1
@@ -36,11 +39,9 @@ def test_skip_aimed_at_another_device_is_detected_and_affects_nothing(
 def test_device_agnostic_decorator_selects_exactly_the_instance_it_names(
     upstream: UpstreamRepo, select: Select
 ) -> None:
-    head = upstream.change(
-        DB,
-        ADD_SKIPS,
-        ADD_SKIPS
-        + '\n            DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", dtypes=(torch.float16,)),',
+    head = add_decorator(
+        upstream,
+        'DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", dtypes=(torch.float16,))',
     )
     state = select(head)
     change = state.changes.entries[0]  # type: ignore[union-attr]
@@ -54,11 +55,9 @@ def test_device_agnostic_decorator_selects_exactly_the_instance_it_names(
 def test_an_unconditional_upstream_skip_drops_the_instance_with_its_reason(
     upstream: UpstreamRepo, select: Select
 ) -> None:
-    head = upstream.change(
-        DB,
-        ADD_SKIPS,
-        ADD_SKIPS
-        + '\n            DecorateInfo(unittest.skip("wrong"), "TestCommon", "test_out", dtypes=(torch.float16,)),',
+    head = add_decorator(
+        upstream,
+        'DecorateInfo(unittest.skip("wrong"), "TestCommon", "test_out", dtypes=(torch.float16,))',
     )
     state = select(head)
     assert counts(state, "map")["affected_instances"] == 1

@@ -66,18 +66,7 @@ def dashboard_router(
         headers = {**SECURITY_HEADERS, "Cache-Control": "public, max-age=300"}
         return Response(body, media_type=_STATIC[name], headers=headers)
 
-    @router.get("/crcr", response_class=HTMLResponse)
-    def overview_html() -> Response:
-        return pages.html(
-            "overview.html.j2",
-            "overview",
-            "/api/crcr",
-            lambda tx, now: views.overview(tx, now, rollups),
-        )
-
-    @router.get("/api/crcr")
-    def overview_json() -> Response:
-        return pages.json(lambda tx, now: views.overview(tx, now, rollups))
+    _plain_view(router, pages, "crcr", "overview", lambda tx, now: views.overview(tx, now, rollups))
 
     @router.get("/crcr/metrics", response_class=HTMLResponse)
     def metrics_html(days: Annotated[int, Query(ge=1, le=metrics.MAX_DAYS)] = 14) -> Response:
@@ -92,18 +81,13 @@ def dashboard_router(
     def metrics_json(days: Annotated[int, Query(ge=1, le=metrics.MAX_DAYS)] = 14) -> Response:
         return pages.json(lambda tx, now: metrics.metrics_page(tx, now, days, rollups))
 
-    @router.get("/crcr/readiness", response_class=HTMLResponse)
-    def readiness_html() -> Response:
-        return pages.html(
-            "readiness.html.j2",
-            "readiness",
-            "/api/crcr/readiness",
-            lambda tx, now: views.readiness_table(tx, now, rollups),
-        )
-
-    @router.get("/api/crcr/readiness")
-    def readiness_json() -> Response:
-        return pages.json(lambda tx, now: views.readiness_table(tx, now, rollups))
+    _plain_view(
+        router,
+        pages,
+        "crcr/readiness",
+        "readiness",
+        lambda tx, now: views.readiness_table(tx, now, rollups),
+    )
 
     @router.get("/crcr/pr/{number}", response_class=HTMLResponse)
     def pr_html(number: Annotated[int, Path(ge=1)]) -> Response:
@@ -190,6 +174,19 @@ def dashboard_router(
 
 Builder = Callable[[Tx, float], dict[str, Any]]
 log = logging.getLogger(__name__)
+
+
+def _plain_view(router: APIRouter, pages: _Pages, path: str, name: str, build: Builder) -> None:
+    """A view without parameters: `/{path}` renders `{name}.html.j2` (nav tab `name`),
+    `/api/{path}` returns the same page as JSON."""
+
+    @router.get(f"/{path}", response_class=HTMLResponse, name=f"{name}_html")
+    def html() -> Response:
+        return pages.html(f"{name}.html.j2", name, f"/api/{path}", build)
+
+    @router.get(f"/api/{path}", name=f"{name}_json")
+    def json() -> Response:
+        return pages.json(build)
 
 
 def _start_warmup(store: Store, rollups: Rollups, clock: Clock, recorder: LevelRecorder) -> None:

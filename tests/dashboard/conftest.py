@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from relay.store import Store, open_store
 from tests.dashboard.seeding import ALLOWLIST, Seeded, seed
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_oidc import FakeOidcIssuer
@@ -35,6 +36,15 @@ class SeededRelay:
     seeded: Seeded
     server: RelayServer
     store_url: str
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh, migrated SQLite relay store of the test's own."""
+    store = open_store(f"sqlite:///{tmp_path / 'relay.db'}")
+    store.migrate()
+    yield store
+    store.close()
 
 
 @pytest.fixture(scope="session")

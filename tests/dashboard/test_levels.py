@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from relay.dashboard import queries
 from relay.dashboard.levels import UNLISTED, level_changes, record_levels
 from relay.dashboard.views import levels_for
-from relay.store import Store, open_store
+from relay.store import Store
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = open_store(f"sqlite:///{tmp_path / 'relay.db'}")
-    store.migrate()
-    yield store
-    store.close()
 
 
 def _dispatch(store: Store, delivery: str, repo: str, level: str, at: float) -> None:

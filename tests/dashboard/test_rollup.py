@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from relay.dashboard.rollup import DAY, Rollups, day_stats, merge
-from relay.store import Store, open_store
+from relay.store import Store
 
 NOW = 1_800_000_000.0 - 1_800_000_000.0 % DAY + 12 * 3600  # noon UTC
 TODAY = NOW - 12 * 3600
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = open_store(f"sqlite:///{tmp_path / 'relay.db'}")
-    store.migrate()
-    yield store
-    store.close()
 
 
 def _job(store: Store, name: str, at: float, conclusion: str, queue: float, run: float) -> None:

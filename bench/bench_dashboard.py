@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -39,15 +35,10 @@ from relay.dashboard import grid, metrics, views  # noqa: E402
 from relay.dashboard.explain import page_plans  # noqa: E402
 from relay.dashboard.rollup import Rollups  # noqa: E402
 from relay.store import Store, Tx, open_store  # noqa: E402
+from tests.support.relay_server import RelayServer, write_relay_config  # noqa: E402
 
 TARGET_MS = 300.0
 Builder = Callable[[Tx, float], Any]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _pages(store: Store) -> list[tuple[str, str, Builder | None]]:
@@ -112,43 +103,6 @@ def _pages(store: Store) -> list[tuple[str, str, Builder | None]]:
         ),
         ("selection report", f"/selection/{selection}", None),
     ]
-
-
-def _serve(directory: Path, store_url: str) -> tuple[subprocess.Popen[bytes], str]:
-    config = directory / "relay.yaml"
-    config.write_text(yaml.safe_dump({"webhook_secrets": ["bench"], "store_url": store_url}))
-    port = _free_port()
-    log = open(directory / "relay.log", "wb")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "spyre_ci",
-            "relay",
-            "serve",
-            "--config",
-            str(config),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "info",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit(f"relay did not start:\n{(directory / 'relay.log').read_text()}")
 
 
 def _time(client: httpx.Client, url: str, repeat: int) -> tuple[float, list[float]]:
@@ -220,12 +174,15 @@ def _time_pages(
     directory: Path, store_url: str, pages: list[tuple[str, str, Builder | None]], repeat: int
 ) -> list[str]:
     """Time every page over HTTP against a real relay; return the pages over the target."""
-    proc, url = _serve(directory, store_url)
+    # the relay the tests launch; info level: the cache warm-up is read from its log
+    config = write_relay_config(directory, store_url=store_url)
+    relay = RelayServer(config, log_level="info").start()
+    url = relay.url
     failed = []
     try:
         with httpx.Client(timeout=30) as client:
             racing, _ = _time(client, url + "/crcr", 0)
-            warm_log = _wait_for_warmup(directory / "relay.log")
+            warm_log = _wait_for_warmup(relay.log_path)
             print(f"\nfirst /crcr right after start, racing the cache warm-up: {racing:.0f} ms")
             print(f"relay log: {warm_log}")
             print(f"\n{'page':<24} {'first ms':>9} {'median ms':>10} {'max ms':>8}  path")
@@ -238,8 +195,7 @@ def _time_pages(
                     f"{label:<24} {first:>9.1f} {median:>10.1f} {max(samples):>8.1f}  {path}{flag}"
                 )
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        relay.stop()
     return failed
 
 

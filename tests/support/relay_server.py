@@ -131,6 +131,7 @@ class RelayServer(_Process):
         with_worker: bool = False,
         port: int | None = None,
         log_dir: Path | None = None,
+        log_level: str = "warning",
     ) -> None:
         super().__init__(config, log_dir)
         self.port = port or free_port()
@@ -144,7 +145,7 @@ class RelayServer(_Process):
             "--port",
             str(self.port),
             "--log-level",
-            "warning",
+            log_level,
         ]
         if with_worker:
             self.args.append("--with-worker")

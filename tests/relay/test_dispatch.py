@@ -31,6 +31,11 @@ def _outbox(store: Store) -> list[dict[str, object]]:
         )
 
 
+def _outbox_row(store: Store, target: str) -> dict[str, object]:
+    [row] = [r for r in _outbox(store) if r["target"] == target]
+    return row
+
+
 def test_client_payload_is_crcrs_wire_format(
     dispatching_relay_each_store: InProcessRelay, fake_github: FakeGitHub
 ) -> None:
@@ -78,7 +83,7 @@ def test_server_errors_are_retried_until_accepted(
     statuses = [r.status for r in fake_github.requests if r.path == "/repos/org/stable/dispatches"]
     assert statuses == [502, 502, 204]
     assert fake_github.dispatched_pairs().count(("d2", "org/stable")) == 1
-    stable = next(r for r in _outbox(dispatching_relay.state.store) if r["target"] == "org/stable")
+    stable = _outbox_row(dispatching_relay.state.store, "org/stable")
     assert (stable["state"], stable["attempts"]) == ("done", 3)
 
 
@@ -89,9 +94,7 @@ def test_secondary_rate_limit_waits_for_retry_after(
     post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d3")
     before = time.time()
     _drain(dispatching_relay, rounds=3)
-    observed = next(
-        r for r in _outbox(dispatching_relay.state.store) if r["target"] == "org/observed"
-    )
+    observed = _outbox_row(dispatching_relay.state.store, "org/observed")
     assert observed["state"] == "pending" and "rate limited" in str(observed["last_error"])
     assert float(observed["next_attempt_at"]) >= before + 30  # not before GitHub said
 
@@ -107,9 +110,7 @@ def test_timeouts_are_retried(dispatching_relay: InProcessRelay, fake_github: Fa
         ("d4", "org/onboarding"),
         ("d4", "org/stable"),
     ]
-    onboarding = next(
-        r for r in _outbox(dispatching_relay.state.store) if r["target"] == "org/onboarding"
-    )
+    onboarding = _outbox_row(dispatching_relay.state.store, "org/onboarding")
     assert onboarding["attempts"] == 2
 
 

@@ -53,11 +53,23 @@ def hud_key(verified_repo: str, callback_payload: dict[str, Any]) -> str:
     return "/".join("" if p is None else str(p) for p in parts)
 
 
+def results_url(hud_url: str) -> str:
+    """``{hud}/api/crcr/results``; a URL that already ends so (CRCR's ``HUD_API_URL``
+    is the full endpoint) is used as given."""
+    base = hud_url.rstrip("/")
+    return base if base.endswith(HUD_PATH) else base + HUD_PATH
+
+
 def forward(http: httpx.Client, hud_url: str, key: str | None, record: dict[str, Any]) -> None:
-    """Send one record; raise RetryableError/PermanentError as the answer says."""
+    """Send one record; raise RetryableError/PermanentError as the answer says.
+
+    The key goes in ``x-hud-internal-bot``, the header PyTorch's HUD checks
+    (torchci ``checkAuthWithApiToken``); CRCR's relay sends it as a bare
+    ``Authorization`` value instead, which that HUD does not read.
+    """
     headers = {HUD_KEY_HEADER: key} if key else {}
     try:
-        response = http.post(hud_url.rstrip("/") + HUD_PATH, json=record, headers=headers)
+        response = http.post(results_url(hud_url), json=record, headers=headers)
     except httpx.HTTPError as error:
         raise RetryableError(f"HUD unreachable: {type(error).__name__}: {error}") from error
     status = response.status_code

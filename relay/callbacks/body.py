@@ -30,15 +30,24 @@ class BadCallback(Exception):
 
 
 class TestResults(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Counts as CRCR's action documents them (``passed/failed/skipped``).
+
+    ``total`` is optional there (the action passes the user's JSON through), so it
+    is derived when absent and checked when given. Other keys (the HUD's type
+    allows a ``failures`` list) are kept and forwarded.
+    """
+
+    model_config = ConfigDict(extra="allow")
     passed: int = Field(ge=0)
     failed: int = Field(ge=0)
     skipped: int = Field(ge=0)
-    total: int = Field(ge=0)
+    total: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _total_is_the_sum(self) -> TestResults:
-        if self.total != self.passed + self.failed + self.skipped:
+        if self.total is None:
+            self.total = self.passed + self.failed + self.skipped
+        elif self.total != self.passed + self.failed + self.skipped:
             raise ValueError(
                 f"total ({self.total}) must equal passed + failed + skipped "
                 f"({self.passed} + {self.failed} + {self.skipped})"
@@ -56,7 +65,9 @@ class WorkflowReport(BaseModel):
     run_id: int = Field(ge=0)
     run_attempt: int = Field(default=1, ge=1)
     job_name: str = Field(min_length=1, max_length=300)
-    check_run_id: int | None = None
+    # GitHub's job.check_run_id, else "<run_id>-<run_attempt>" (CRCR's action falls
+    # back to that, and so do we when it is missing: the HUD key needs one).
+    check_run_id: str | None = Field(default=None, max_length=100)
     started_at: str | None = None
     completed_at: str | None = None
     test_results: TestResults | None = None
@@ -68,6 +79,14 @@ class WorkflowReport(BaseModel):
         # Shell-built bodies (CRCR's composite action) send "" or {} for "unknown".
         return None if value in ("", {}) else value
 
+    @field_validator("check_run_id", mode="before")
+    @classmethod
+    def _check_run_id_as_text(cls, value: Any) -> Any:
+        # A number (job.check_run_id in a hand-written body) and its text are one id.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
     @field_validator("started_at", "completed_at")
     @classmethod
     def _iso_time(cls, value: str | None) -> str | None:
@@ -77,6 +96,8 @@ class WorkflowReport(BaseModel):
 
     @model_validator(mode="after")
     def _conclusion_when_completed(self) -> WorkflowReport:
+        if self.check_run_id is None:
+            self.check_run_id = f"{self.run_id}-{self.run_attempt}"
         if self.status == "completed" and self.conclusion not in CONCLUSIONS:
             raise ValueError(
                 f"conclusion must be one of {sorted(CONCLUSIONS)} when status is completed "

@@ -1,7 +1,8 @@
 """The relay as a HUD: ``POST /api/crcr/results`` from another relay, into ``hud_rows``.
 
 Authenticated by a shared key (``extra.callbacks.hud_api_keys``) in the
-``x-hud-internal-bot`` header (or ``Authorization: Bearer``), compared in
+``x-hud-internal-bot`` header (PyTorch's HUD), or in ``Authorization`` either bare
+(as CRCR's relay sends it, ``utils/hud.py``) or as ``Bearer <key>``; compared in
 constant time. Rows are upserted under CRCR's key
 ``verified_repo/delivery_id/workflow/job/check_run_id``; a row never goes back
 from completed to in_progress (a late retry of an older forward).
@@ -56,12 +57,16 @@ class HudReceiver:
         self.keys = [k.get_secret_value().encode() for k in settings.hud_api_keys]
 
     def _authorized(self, headers: Mapping[str, str]) -> bool:
-        offered = headers.get(HUD_KEY_HEADER) or ""
-        if not offered:
-            scheme, _, value = (headers.get("authorization") or "").partition(" ")
-            offered = value.strip() if scheme.lower() == "bearer" else ""
-        given = offered.encode()
-        return bool(given) and any(hmac.compare_digest(given, key) for key in self.keys)
+        offered = [headers.get(HUD_KEY_HEADER) or ""]
+        authorization = (headers.get("authorization") or "").strip()
+        scheme, _, value = authorization.partition(" ")
+        offered.append(value.strip() if scheme.lower() == "bearer" else authorization)
+        return any(
+            hmac.compare_digest(given.encode(), key)
+            for given in offered
+            if given
+            for key in self.keys
+        )
 
     def handle(self, headers: Mapping[str, str], raw: bytes) -> Answer:
         if not self.keys:
@@ -75,7 +80,10 @@ class HudReceiver:
         key = hud_key(repo, payload)
         with self.state.store.transaction() as tx:
             stored = _upsert(tx, key, repo, delivery_id, raw.decode(), self.state.clock.now())
-        return Answer(200, {"key": key, "stored": stored})
+        # ok/status/dynamoKey as PyTorch's HUD answers; key/stored are ours.
+        status = (payload.get("workflow") or {}).get("status")
+        answer = {"ok": True, "status": status, "dynamoKey": key, "key": key, "stored": stored}
+        return Answer(200, answer)
 
 
 def _upsert(tx: Tx, key: str, repo: str, delivery_id: str, body: str, now: float) -> bool:

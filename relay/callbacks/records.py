@@ -83,7 +83,7 @@ def load_job(tx: Tx, key: JobKey, *, lock: bool = False) -> tuple[JobState, Row]
 def state_of(row: Row) -> JobState:
     return JobState(
         status=row["status"],
-        check_run_id=_int(row.get("check_run_id")),
+        check_run_id=_check_run_ref(row),
         conclusion=row.get("conclusion"),
         dispatched_at=_float(row.get("dispatched_at")),
         in_progress_received_at=_float(row.get("in_progress_received_at")),
@@ -120,7 +120,8 @@ def save_job(
         "head_sha": facts.head_sha,
         "status": state.status,
         "conclusion": state.conclusion,
-        "check_run_id": state.check_run_id,
+        "check_run_id": _int_or_none(state.check_run_id),
+        "check_run_ref": state.check_run_id,
         "url": w.url,
         "artifact_url": w.artifact_url,
         "started_at": iso_seconds(w.started_at) if w.started_at else None,
@@ -235,3 +236,17 @@ def _int(value: Any) -> int | None:
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _check_run_ref(row: Row) -> str | None:
+    """The job's check run id as text (rows from before migration 052 have only the number)."""
+    ref = row.get("check_run_ref")
+    if ref is not None:
+        return str(ref)
+    number = row.get("check_run_id")
+    return None if number is None else str(number)
+
+
+def _int_or_none(check_run_ref: str | None) -> int | None:
+    """A numeric check run id (GitHub's) for the BIGINT column; a fallback id has none."""
+    return int(check_run_ref) if check_run_ref and check_run_ref.isdecimal() else None

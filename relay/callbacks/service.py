@@ -1,7 +1,7 @@
 """The callback's order of checks, and its one transaction (the shell around the state machine).
 
-identity (401/403) -> body (400) -> allowlisted (403) -> level >= L2 (200 ignored)
--> rate limit (429) -> [nightly/periodic: record, done] -> dispatch record (400)
+identity (401/403) -> allowlisted and level >= L2 (else 200 ignored) -> rate limit
+(429) -> body (400) -> [nightly/periodic: record, done] -> dispatch record (400)
 -> callback token (403) -> state machine (400/409) -> write the job, its selection
 report and its effects (HUD, check run, commit status) in one transaction -> answer.
 """
@@ -56,7 +56,8 @@ class _Refused(Exception):
 
 
 def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> _Refused:
-    return _Refused(Answer(status, {"error": message}, headers or {}))
+    # "detail" is the key CRCR's relay answers errors with; "error" is ours.
+    return _Refused(Answer(status, {"error": message, "detail": message}, headers or {}))
 
 
 def make_signer(state: RelayState, settings: CallbackSettings) -> CallbackTokenSigner:
@@ -95,12 +96,13 @@ class CallbackService:
 
     def _handle(self, authorization: str | None, raw: bytes) -> Answer:
         identity = self._identity(authorization)
-        body = self._body(raw)
         entry = downstream_of(self.state, identity.repository)
+        # As CRCR ships it: a repository below L2, or no longer allowlisted at all,
+        # is acknowledged and ignored, so that a demotion does not turn its CI red.
         if entry is None:
-            raise _refuse(403, f"repository {identity.repository} is not allowlisted")
+            return _ignored(f"repository {identity.repository} is not allowlisted")
         if LEVEL_ORDER[entry.level] < 2:
-            return Answer(200, {"ignored": True, "reason": f"{entry.level}: callbacks ignored"})
+            return _ignored(f"{entry.level}: callbacks ignored")
         wait = self.limiter.take(entry.repo.lower())
         if wait is not None:
             raise _refuse(
@@ -108,6 +110,7 @@ class CallbackService:
                 f"rate limit for {entry.repo} exceeded",
                 {"Retry-After": retry_after_header(wait)},
             )
+        body = self._body(raw)
         if body.is_periodic:
             return self._periodic(identity, body, entry)
         return self._job_callback(identity, body, entry.level, entry.device)
@@ -199,7 +202,7 @@ class CallbackService:
 
     def _periodic(self, identity: CallerIdentity, body: CallbackBody, entry: Downstream) -> Answer:
         if body.workflow.status != "completed":
-            return Answer(200, {"ignored": True, "reason": "nightly/periodic: completed only"})
+            return _ignored("nightly/periodic: completed only")
         w = body.workflow
         key = JobKey(body.delivery_id, entry.repo, w.run_id, w.run_attempt, w.job_name)
         with self._writes, self.state.store.transaction() as tx:
@@ -207,7 +210,7 @@ class CallbackService:
             selection_id = self._save_selection(tx, body, key, now)
             record_periodic(tx, key, body, selection_id, _identity_text(identity), now)
             enqueue_effects(tx, self.state, self.settings, key, entry.level, None, (), now)
-        return Answer(200, {"accepted": True, "status": "completed", "periodic": True})
+        return Answer(200, {"ok": True, "accepted": True, "status": "completed", "periodic": True})
 
 
 def _no_dispatch(tx: Tx, delivery_id: str, repo: str) -> _Refused:
@@ -228,8 +231,19 @@ def _identity_text(identity: CallerIdentity) -> str:
     return f"{identity.issuer_kind}:{identity.subject}"
 
 
+def _ignored(reason: str) -> Answer:
+    # CRCR answers {"ok": true, "status": "ignored"}; "ignored"/"reason" are ours.
+    return Answer(200, {"ok": True, "status": "ignored", "ignored": True, "reason": reason})
+
+
 def _answer(state: JobState, status: str) -> dict[str, Any]:
-    answer: dict[str, Any] = {"accepted": True, "status": status, "queue_time": state.queue_time}
+    # CRCR answers {"ok": true, "status": <status>}; the rest is ours.
+    answer: dict[str, Any] = {
+        "ok": True,
+        "accepted": True,
+        "status": status,
+        "queue_time": state.queue_time,
+    }
     if status == "completed":
         answer["conclusion"] = state.conclusion
         answer["execution_time"] = state.execution_time

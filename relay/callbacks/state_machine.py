@@ -38,7 +38,7 @@ class JobState:
     """What the store holds for one job (the part the transitions look at)."""
 
     status: str
-    check_run_id: int | None
+    check_run_id: str | None
     conclusion: str | None
     dispatched_at: float | None
     in_progress_received_at: float | None
@@ -57,7 +57,7 @@ class Report:
 
     status: Literal["in_progress", "completed"]
     conclusion: str | None
-    check_run_id: int | None
+    check_run_id: str | None
     digest: str
 
 
@@ -145,7 +145,7 @@ def _from_completed(current: JobState, report: Report) -> Outcome:
     return Rejected(409, "conflict: this job already reported completed differently")
 
 
-def _other_check_run(recorded: int | None, reported: int | None) -> bool:
+def _other_check_run(recorded: str | None, reported: str | None) -> bool:
     return recorded is not None and reported is not None and recorded != reported
 
 

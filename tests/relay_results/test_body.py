@@ -72,10 +72,11 @@ def test_empty_strings_from_shell_built_bodies_mean_unknown() -> None:
     raw["workflow"]["run_id"], raw["workflow"]["run_attempt"] = "123", "2"
     parsed = parse_callback(json.dumps(raw).encode())
     w = parsed.workflow
+    # An empty check_run_id gets the action's own fallback, "<run_id>-<run_attempt>".
     assert (w.run_id, w.run_attempt, w.check_run_id, w.conclusion, w.test_results) == (
         123,
         2,
-        None,
+        "123-2",
         None,
         None,
     )

@@ -49,6 +49,9 @@ def test_malformed_rows_name_the_field(loop: ResultsLoop) -> None:
 def test_rows_are_upserted_under_crcrs_key_and_never_regress(loop: ResultsLoop) -> None:
     assert _post(loop, record("in_progress")).status_code == 200
     assert _post(loop, record("completed"), key="k-new").json() == {
+        "ok": True,
+        "status": "completed",
+        "dynamoKey": "acme/l2/d-1/wf/job/7",
         "key": "acme/l2/d-1/wf/job/7",
         "stored": True,
     }

@@ -8,7 +8,9 @@
         hud.attempts             # every request, accepted or not
 
 A wrong or missing ``x-hud-internal-bot`` key gets 401; a body without
-``trusted.verified_repo`` or ``untrusted.callback_payload`` gets 400.
+``trusted.verified_repo`` or ``untrusted.callback_payload``, or whose workflow has
+no ``job_name`` or no ``check_run_id``, gets 400 (as PyTorch's HUD,
+pytorch/test-infra ``torchci/lib/crcr/crcrUtils.ts`` ``extractDynamoRecord``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ def crcr_key(body: dict[str, Any]) -> str:
         workflow.get("job_name"),
         workflow.get("check_run_id"),
     )
+    for field in ("job_name", "check_run_id"):
+        if workflow.get(field) in (None, ""):
+            raise KeyError(f"Missing required field: workflow.{field}")
     return "/".join("" if p is None else str(p) for p in parts)
 
 

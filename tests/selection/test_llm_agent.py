@@ -11,7 +11,7 @@ import pytest
 from selection.agents.llm import LLMAgent, LLMConfig
 from selection.model import Cause
 from selection.state import Group
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, decide_all
 from tests.support.select_cli import range_args, run_select
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
@@ -143,21 +143,7 @@ def test_cli_llm_agent_drops_with_reason_in_selection_json(
         "torch.ones(6, device=device",
     )
 
-    def not_needed(payload: list[dict[str, Any]]) -> str:
-        return json.dumps(
-            {
-                "decisions": [
-                    {
-                        "group_id": g["group_id"],
-                        "decision": "not_needed",
-                        "rationale": "sample size only",
-                        "confidence": 0.55,
-                    }
-                    for g in payload
-                ]
-            }
-        )
-
+    not_needed = decide_all("not_needed", "sample size only", 0.55)
     with FakeOpenAI(decide=not_needed) as fake:
         code, _, stderr = run_select(
             [

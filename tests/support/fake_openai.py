@@ -19,21 +19,26 @@ from typing import Any
 Decide = Callable[[list[dict[str, Any]]], str]
 
 
-def run_all(groups: list[dict[str, Any]]) -> str:
-    return json.dumps(
-        {
-            "decisions": [
-                {
-                    "group_id": g["group_id"],
-                    "decision": "run",
-                    "rationale": "may break",
-                    "confidence": 0.9,
-                    "priority": 0.8,
-                }
-                for g in groups
-            ]
-        }
-    )
+def decide_all(decision: str, rationale: str, confidence: float, **more: Any) -> Decide:
+    """An agent answer giving every group of the request the same decision."""
+
+    def decide(groups: list[dict[str, Any]]) -> str:
+        decisions = [
+            {
+                "group_id": g["group_id"],
+                "decision": decision,
+                "rationale": rationale,
+                "confidence": confidence,
+                **more,
+            }
+            for g in groups
+        ]
+        return json.dumps({"decisions": decisions})
+
+    return decide
+
+
+run_all = decide_all("run", "may break", 0.9, priority=0.8)
 
 
 @dataclass

@@ -29,7 +29,6 @@ import asyncio
 import functools
 import json
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,22 +37,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
+from tests.support.served import UvicornThread, free_port
+
 MAX_EVENT_TYPE = 100
 MAX_PAYLOAD_KEYS = 10
 MAX_PAYLOAD_BYTES = 64 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -151,8 +145,7 @@ class FakeGitHub:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = self._build_app(routers)
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._served: UvicornThread | None = None
 
     # ----- test-facing API -------------------------------------------------
     def inject(self, fault: Fault) -> None:
@@ -165,29 +158,13 @@ class FakeGitHub:
             return [(d.client_payload.get("delivery_id", ""), d.repo) for d in self.dispatches]
 
     def start(self) -> FakeGitHub:
-        config = uvicorn.Config(
-            self.app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="off",
-            access_log=False,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="fake-github", daemon=True)
-        self._thread.start()
-        deadline = time.time() + 10
-        while not self._server.started:
-            if time.time() > deadline or not self._thread.is_alive():
-                raise RuntimeError("fake GitHub did not start")
-            time.sleep(0.01)
+        # lifespan off: the fake's app has no startup work
+        self._served = UvicornThread(self.app, self.port, "fake GitHub", lifespan="off").start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._served is not None:
+            self._served.stop()
 
     def __enter__(self) -> FakeGitHub:
         return self.start()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import httpx
 import yaml
 
 from relay.webhook.signature import sign
+from tests.support.served import UvicornThread, free_port
 
 TEST_SECRET = "test-webhook-secret"
 FIXTURES = Path(
@@ -32,12 +32,6 @@ FIXTURES = Path(
         Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "github-webhooks",
     )
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def write_relay_config(directory: Path, **fields: Any) -> Path:
@@ -199,32 +193,16 @@ class InProcessRelay:
     """
 
     def __init__(self, config: Any, **create_app_kwargs: Any) -> None:
-        import threading
-
-        import uvicorn
-
         from relay.app import create_app
 
         self.app = create_app(config, **create_app_kwargs)
         self.state = self.app.state.relay
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(
-            uvicorn.Config(
-                self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False
-            )
-        )
-        self._thread = threading.Thread(
-            target=self._server.run, name="relay-in-process", daemon=True
-        )
+        self._served = UvicornThread(self.app, self.port, "in-process relay")
 
     def start(self) -> InProcessRelay:
-        self._thread.start()
-        deadline = time.time() + 10
-        while not self._server.started:
-            if time.time() > deadline or not self._thread.is_alive():
-                raise RuntimeError("in-process relay did not start")
-            time.sleep(0.01)
+        self._served.start()
         return self
 
     def worker(self, **kwargs: Any) -> Any:
@@ -233,8 +211,7 @@ class InProcessRelay:
         return Worker(self.state, **kwargs)
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        self._served.stop()
 
     def __enter__(self) -> InProcessRelay:
         return self.start()

@@ -30,9 +30,7 @@ from rich.progress import (
 )
 
 from selection.enumerate import DeviceProfile
-from selection.errors import BadInput, SelectionError
-
-EXIT_SELECTED, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FETCH, EXIT_EMPTY = 0, 1, 2, 3, 4
+from selection.errors import EXIT_EMPTY, EXIT_SELECTED, BadInput, SelectionError
 
 
 def default_cache() -> Path:

@@ -10,7 +10,7 @@ import git
 import pytest
 import yaml
 
-from selection.cli import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_FETCH, EXIT_SELECTED
+from selection.errors import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_FETCH, EXIT_SELECTED
 from test_manifests import TestInstance, load_manifest, manifest_from_text, resolve
 from test_manifests.merge import merge_manifests
 from tests.support.select_cli import range_args, run_select

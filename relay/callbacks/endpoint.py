@@ -6,6 +6,7 @@ The handlers only move bytes: the decisions are in ``service`` and ``hud_api``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request
@@ -51,30 +52,26 @@ def router(state: RelayState) -> APIRouter:
         registry=state.metrics.registry,
     )
 
-    @api.post("/github/callback")
-    async def github_callback(request: Request) -> JSONResponse:
+    async def serve(
+        request: Request, endpoint: str, handle: Callable[[bytes], Answer]
+    ) -> JSONResponse:
         raw = await _read_limited(request, MAX_CALLBACK_BYTES)
         if raw is None:
             return JSONResponse({"error": f"body exceeds {MAX_CALLBACK_BYTES} bytes"}, 413)
         try:
-            answer = await run_in_threadpool(
-                callbacks.handle, request.headers.get("authorization"), raw
-            )
+            answer = await run_in_threadpool(handle, raw)
         except StoreUnavailable as error:
             return JSONResponse({"error": f"store unavailable: {error}"}, 503)
-        answered.labels("callback", str(answer.status_code)).inc()
+        answered.labels(endpoint, str(answer.status_code)).inc()
         return _respond(answer)
+
+    @api.post("/github/callback")
+    async def github_callback(request: Request) -> JSONResponse:
+        authorization = request.headers.get("authorization")
+        return await serve(request, "callback", lambda raw: callbacks.handle(authorization, raw))
 
     @api.post("/api/crcr/results")
     async def crcr_results(request: Request) -> JSONResponse:
-        raw = await _read_limited(request, MAX_CALLBACK_BYTES)
-        if raw is None:
-            return JSONResponse({"error": f"body exceeds {MAX_CALLBACK_BYTES} bytes"}, 413)
-        try:
-            answer = await run_in_threadpool(hud.handle, request.headers, raw)
-        except StoreUnavailable as error:
-            return JSONResponse({"error": f"store unavailable: {error}"}, 503)
-        answered.labels("hud", str(answer.status_code)).inc()
-        return _respond(answer)
+        return await serve(request, "hud", lambda raw: hud.handle(request.headers, raw))
 
     return api

@@ -20,6 +20,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.json_handler import JsonHandler
+
 
 def crcr_key(body: dict[str, Any]) -> str:
     payload = body["untrusted"]["callback_payload"]
@@ -81,7 +83,7 @@ class FakeHud:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         hud = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
@@ -89,14 +91,6 @@ class FakeHud:
                     status, body = 404, {"error": "not found"}
                 else:
                     status, body = hud._accept(self.headers, raw)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
+                self._json(status, body)
 
         return Handler

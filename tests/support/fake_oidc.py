@@ -47,6 +47,8 @@ from urllib.parse import parse_qs, urlsplit
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.support.json_handler import JsonHandler
+
 DEFAULT_AUDIENCE = "pytorch-cross-repo-ci-relay"
 
 
@@ -210,7 +212,7 @@ class FakeOidcIssuer:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         issuer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 if parts.path == "/.well-known/openid-configuration":
@@ -233,17 +235,6 @@ class FakeOidcIssuer:
                     self._json(401, {"message": "Bad credentials"})
                 else:
                     self._json(200, {"count": 1, "value": token})
-
-            def _json(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
 
         return Handler
 

@@ -5,6 +5,7 @@
   PyTorch source tree is given (read with `ast`, never imported);
 - duplicate names and conflicting entries (same name, different explicit modes);
 - skip / xfail / xfail_strict / force_xfail without a `reason`;
+- a file entry without `unlisted_test_mode` (the default differs from torch-spyre's runner);
 - ops and modules not in the OpInfo / ModuleInfo databases, dtypes an op never supports
   (from a `Catalog`, built from the installed torch by `catalog_from_torch`).
 The checks are pure functions over a Manifest, an `UpstreamIndex` and a `Catalog`.
@@ -173,6 +174,21 @@ def check_reasons(manifest: Manifest) -> Iterator[Finding]:
             )
 
 
+def check_implicit_unlisted_mode(manifest: Manifest) -> Iterator[Finding]:
+    """A file entry without `unlisted_test_mode` means `skip` here but `xfail` in
+    torch-spyre's runner (its documentation says `skip`): the same config would run
+    differently under the two, so the mode should be written."""
+    for f, entry in enumerate(manifest.suite.files):
+        if "unlisted_test_mode" not in entry.model_fields_set:
+            yield _finding(
+                manifest,
+                "warning",
+                ("files", f, "path"),
+                "no unlisted_test_mode: spyre-ci skips unlisted tests, torch-spyre's runner "
+                "runs them as xfail; write the mode",
+            )
+
+
 def check_catalog(manifest: Manifest, catalog: Catalog) -> Iterator[Finding]:
     """Ops/modules not in the databases; op dtypes the op never supports."""
     config = manifest.suite.global_
@@ -279,7 +295,11 @@ def lint(
     manifest: Manifest, roots: PathRoots | None = None, catalog: Catalog | None = None
 ) -> list[Finding]:
     """All findings for one manifest."""
-    findings = [*check_names(manifest), *check_reasons(manifest)]
+    findings = [
+        *check_names(manifest),
+        *check_reasons(manifest),
+        *check_implicit_unlisted_mode(manifest),
+    ]
     if catalog is not None:
         findings.extend(check_catalog(manifest, catalog))
     if roots is not None and (roots.torch_root or roots.device_root):

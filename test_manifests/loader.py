@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from test_manifests.inputs import TAG_PREFIX
 from test_manifests.model import Loc, Manifest
 
 
@@ -107,7 +108,7 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Loc, tuple[int, int]]]:
 
 
 def _issue_for(error: Any, file: str, positions: dict[Loc, tuple[int, int]]) -> ManifestIssue:
-    loc: Loc = tuple(error["loc"])
+    loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(TAG_PREFIX))
     probe = loc
     while probe and probe not in positions:
         probe = probe[:-1]

@@ -18,57 +18,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from test_manifests.dtype_names import (  # noqa: F401 (re-exported)
+    CANONICAL_DTYPES,
+    COMPLEX_DTYPES,
+    DTYPE_ALIASES,
+    canonical_dtype,
+)
+from test_manifests.inputs import Inputs
+from test_manifests.inputs import Strict as _Strict
+
 DEFAULT_TOLERANCE = 1e-3
 
-# torch dtype names a manifest may use (torch.<name>); aliases as torch spells them.
-DTYPE_ALIASES: dict[str, str] = {
-    "half": "float16",
-    "float": "float32",
-    "double": "float64",
-    "cfloat": "complex64",
-    "cdouble": "complex128",
-    "chalf": "complex32",
-    "long": "int64",
-    "int": "int32",
-    "short": "int16",
-}
-CANONICAL_DTYPES: frozenset[str] = frozenset(
-    {
-        "float16",
-        "bfloat16",
-        "float32",
-        "float64",
-        "complex32",
-        "complex64",
-        "complex128",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "bool",
-        "float8_e4m3fn",
-        "float8_e5m2",
-        "float8_e4m3fnuz",
-        "float8_e5m2fnuz",
-    }
-)
-COMPLEX_DTYPES: frozenset[str] = frozenset({"complex32", "complex64", "complex128"})
 PATH_TOKENS: tuple[str, ...] = ("${TORCH_ROOT}", "${TORCH_DEVICE_ROOT}")
 _TOKEN_RE = re.compile(r"\$\{[^}]*\}")
-_MARK_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def canonical_dtype(name: str) -> str:
-    """`torch.half` / `half` / `float16` -> `float16`; ValueError for unknown names."""
-    bare = name.removeprefix("torch.")
-    bare = DTYPE_ALIASES.get(bare, bare)
-    if bare not in CANONICAL_DTYPES:
-        raise ValueError(f"unknown dtype {name!r}; valid: {', '.join(sorted(CANONICAL_DTYPES))}")
-    return bare
+# A tag or label becomes a pytest mark: word characters plus `.`, `+` and `-`, which
+# pytest's -m expressions accept (torch-spyre writes `model__all-MiniLM-L6-v2`).
+_MARK_RE = re.compile(r"^\w[\w.+-]*$")
 
 
 class Mode(StrEnum):
@@ -78,10 +43,6 @@ class Mode(StrEnum):
     XFAIL = "xfail"
     XFAIL_STRICT = "xfail_strict"
     MANDATORY_SUCCESS = "mandatory_success"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class Precision(_Strict):
@@ -107,15 +68,26 @@ class NamedItem(_Tracked):
 
 
 class OpItem(NamedItem):
-    """An op in `edits.ops.include` (torch-spyre allows per-op tags)."""
+    """An op in `edits.ops.include` (torch-spyre allows per-op tags and, for model-op
+    tests, the exact inputs the op is called with)."""
 
     tags: list[str] = []
+    sample_inputs_func: Inputs = Inputs()
 
 
 class ModuleItem(NamedItem):
-    """A module in `edits.modules.include` (fully qualified, e.g. `torch.nn.Linear`)."""
+    """A module in `edits.modules.include` (fully qualified, e.g. `torch.nn.Linear`).
+
+    torch-spyre's module tests give the constructor and forward inputs (`forward_inputs`
+    may list several calls; `sample_inputs_func` is its older spelling) and may ask for
+    the device's own parameter layout (`apply_device_layout`).
+    """
 
     module_path: str | None = None
+    apply_device_layout: bool = False
+    sample_inputs_func: Inputs = Inputs()
+    constructor_inputs: Inputs | None = None
+    forward_inputs: Inputs | list[Inputs] | None = None
 
 
 class DtypeItem(_Tracked):
@@ -174,7 +146,9 @@ class Edits(_Strict):
 
 def _check_mark(value: str, what: str) -> str:
     if not _MARK_RE.match(value):
-        raise ValueError(f"{what} {value!r} is not a valid pytest mark name (a Python identifier)")
+        raise ValueError(
+            f"{what} {value!r} is not a valid pytest mark name (letters, digits, _ . + -)"
+        )
     return value
 
 
@@ -247,6 +221,8 @@ class SupportedModule(_Tracked):
     name: str
     force_xfail: bool = False
     dtypes: list[DtypeItem] = []
+    constructor_inputs: Inputs | None = None
+    forward_inputs: Inputs | list[Inputs] | None = None
 
 
 class InputConfig(_Strict):

@@ -94,6 +94,10 @@ test_suite_config:
     assert "'TestX::test_add_thing' matches no test (closest: TestX::test_add_things" in err
     assert "op 'definitely_not_an_op' is not in the OpInfo database" in err
     assert "op 'nn.functional.gelu' never supports int64" in err
+    assert (
+        "m.yaml:3: warning: test_suite_config.files[0].path: no unlisted_test_mode: spyre-ci "
+        "skips unlisted tests, torch-spyre's runner runs them as xfail" in err
+    )
 
 
 def test_explain_shows_mode_dtypes_tolerance_marks_and_rules(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.relay_server import FIXTURES  # $SPYRE_CI_WEBHOOK_FIXTURES or ../shared/...
+from tests.support.relay_server import FIXTURES  # $SPYRE_CI_WEBHOOK_FIXTURES or tests/fixtures/...
 
 
 def load_webhook(name: str) -> dict[str, Any]:

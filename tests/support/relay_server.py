@@ -29,7 +29,7 @@ TEST_SECRET = "test-webhook-secret"
 FIXTURES = Path(
     os.environ.get(
         "SPYRE_CI_WEBHOOK_FIXTURES",
-        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "github-webhooks",
+        Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks",
     )
 )
 
@@ -75,7 +75,7 @@ def post_webhook(
 
 
 def fixture_body(name: str) -> bytes:
-    """The raw bytes of a real webhook payload from shared/fixtures/github-webhooks/."""
+    """The raw bytes of a real webhook payload from tests/fixtures/github-webhooks/."""
     return (FIXTURES / f"{name}.payload.json").read_bytes()
 
 

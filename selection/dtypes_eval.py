@@ -11,21 +11,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 
+from test_manifests.model import DTYPE_ALIASES  # torch.half -> float16, ...
+
 DtypeTuple = tuple[str, ...]
 
-# torch attribute -> the name `dtype_name()` prints (str(dtype).split('.')[1]).
-DTYPE_ALIASES: dict[str, str] = {
-    "float": "float32",
-    "double": "float64",
-    "half": "float16",
-    "cfloat": "complex64",
-    "cdouble": "complex128",
-    "chalf": "complex32",
-    "long": "int64",
-    "int": "int32",
-    "short": "int16",
-}
-CANONICAL_DTYPES: frozenset[str] = frozenset(
+# Every dtype name torch prints, wider than the manifests' CANONICAL_DTYPES: an OpInfo may list
+# dtypes (quantized, float8_e8m0fnu, ...) that no manifest names, and must still be read as dtypes.
+TORCH_DTYPE_NAMES: frozenset[str] = frozenset(
     {
         "float32", "float64", "float16", "bfloat16", "complex32", "complex64", "complex128",
         "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "bool",
@@ -37,7 +29,7 @@ CANONICAL_DTYPES: frozenset[str] = frozenset(
 
 def canonical_dtype(attr: str) -> str | None:
     name = DTYPE_ALIASES.get(attr, attr)
-    return name if name in CANONICAL_DTYPES else None
+    return name if name in TORCH_DTYPE_NAMES else None
 
 
 class DtypeEvaluator:

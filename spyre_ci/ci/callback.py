@@ -33,16 +33,13 @@ class WorkflowRun:
     check_run_id: str = ""
 
     def effective_check_run_id(self) -> str:
-        """`job.check_run_id`, else one derived from the run (same for both callbacks).
+        """`job.check_run_id`, else "<run_id>-<run_attempt>" (same for both callbacks).
 
-        The shipped action falls back to "<run_id>-<run_attempt>"; relays that key
-        check runs by an integer (ours does) need digits, so digits when possible.
+        Exactly the shipped action's fallback (test-infra
+        `.github/actions/cross-repo-ci-relay-callback/report_callback.py`), so the
+        HUD key of a job is the same whichever of the two reported it.
         """
-        if self.check_run_id:
-            return self.check_run_id
-        if self.run_id.isdigit() and self.run_attempt.isdigit():
-            return f"{self.run_id}{int(self.run_attempt):03d}"
-        return f"{self.run_id}-{self.run_attempt}"
+        return self.check_run_id or f"{self.run_id}-{self.run_attempt}"
 
 
 def iso_utc(when: datetime) -> str:

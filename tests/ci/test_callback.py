@@ -75,9 +75,9 @@ def test_in_progress_body_has_no_conclusion_and_falls_back_for_check_run_id() ->
     )
     assert body["workflow"]["conclusion"] is None
     assert body["workflow"]["completed_at"] is None
-    assert body["workflow"]["check_run_id"] == "9001"  # digits: relays key check runs by int
-    other = WorkflowRun("wf", "u", run_id="local-abc", run_attempt="1", job_name="report")
-    assert other.effective_check_run_id() == "local-abc-1"  # the shipped action's fallback
+    assert body["workflow"]["check_run_id"] == "9-1"  # the shipped action's fallback
+    other = WorkflowRun("wf", "u", run_id="local-abc", run_attempt="2", job_name="report")
+    assert other.effective_check_run_id() == "local-abc-2"
 
 
 def test_invalid_callbacks_are_refused() -> None:

@@ -51,7 +51,7 @@ def test_skipped_plan_runs_only_plan_and_the_report_job(
     assert result.conclusion == "skipped"
     started, completed = server.callbacks
     assert started["workflow"]["url"] == "https://github.com/acme/torch-spyre/actions/runs/555"
-    assert started["workflow"]["check_run_id"] == completed["workflow"]["check_run_id"] == "555001"
+    assert started["workflow"]["check_run_id"] == completed["workflow"]["check_run_id"] == "555-1"
     assert completed["workflow"]["conclusion"] == "skipped"
     assert completed["delivery_id"] == "d-closed"
     plan = json.loads((tmp_path / "run" / "selection" / "plan.json").read_text())

@@ -6,7 +6,6 @@ resolves (runs or not, with which mode and why); `test_manifests` answers.
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +63,6 @@ class BackendScope:
 
     def file_patterns(self) -> list[str]:
         return reused_files([self.manifest])
-
-    def reuses_file(self, path: str) -> bool:
-        return any(fnmatch.fnmatch(path, pattern) for pattern in self.file_patterns())
 
     def named_templates(self) -> tuple[list[NamedTemplate], list[str]]:
         """Templates named exactly (`Class::method`), and the regex names that need sources."""

@@ -21,7 +21,6 @@ from pathlib import Path
 from selection.errors import FetchError
 
 MARKER = "complete.json"
-SOURCE_PATTERNS = ("torch/", "torchgen/packaged/ATen/native/")
 
 Progress = Callable[[str, int, int], None]  # (description, done, total)
 

@@ -31,7 +31,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -374,8 +374,3 @@ def _dispatch_problem(data: Any) -> str | None:
     if len(json.dumps(payload, separators=(",", ":")).encode()) >= MAX_PAYLOAD_BYTES:
         return "client_payload must be less than 64 KB"
     return None
-
-
-def iter_dispatches(fake: FakeGitHub) -> Iterator[Dispatch]:
-    with fake.lock:
-        yield from list(fake.dispatches)

@@ -62,7 +62,9 @@ class WorkflowReport(BaseModel):
     conclusion: str | None = None
     name: str = Field(min_length=1, max_length=200)
     url: str | None = None
-    run_id: int = Field(ge=0)
+    # As sent: GitHub's run id (digits; the action sends it as a string) or, from
+    # CRCR's Buildkite reporter, the build's UUID. The store keys jobs by run_key.
+    run_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._-]+$")
     run_attempt: int = Field(default=1, ge=1)
     job_name: str = Field(min_length=1, max_length=300)
     # GitHub's job.check_run_id, else "<run_id>-<run_attempt>" (CRCR's action falls
@@ -79,13 +81,21 @@ class WorkflowReport(BaseModel):
         # Shell-built bodies (CRCR's composite action) send "" or {} for "unknown".
         return None if value in ("", {}) else value
 
-    @field_validator("check_run_id", mode="before")
+    @field_validator("check_run_id", "run_id", "schema_version", mode="before")
     @classmethod
-    def _check_run_id_as_text(cls, value: Any) -> Any:
-        # A number (job.check_run_id in a hand-written body) and its text are one id.
+    def _number_as_text(cls, value: Any) -> Any:
+        # A number (in a hand-written body) and its text (as the action sends it) are one id.
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
         return value
+
+    @property
+    def run_key(self) -> int:
+        """The run id the store keys the job by: GitHub's number, or a stable number
+        derived from a non-numeric id (a Buildkite build UUID), below 2**60."""
+        if self.run_id.isdecimal():
+            return int(self.run_id)
+        return int(hashlib.sha256(self.run_id.encode()).hexdigest()[:15], 16)
 
     @field_validator("started_at", "completed_at")
     @classmethod

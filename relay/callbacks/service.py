@@ -145,7 +145,7 @@ class CallbackService:
         self, identity: CallerIdentity, body: CallbackBody, level: str, device: str | None
     ) -> Answer:
         w = body.workflow
-        key = JobKey(body.delivery_id, identity.repository, w.run_id, w.run_attempt, w.job_name)
+        key = JobKey(body.delivery_id, identity.repository, w.run_key, w.run_attempt, w.job_name)
         with self._writes, self.state.store.transaction() as tx:
             now = self.state.clock.now()
             dispatch = load_dispatch(tx, body.delivery_id, identity.repository, lock=True)
@@ -204,7 +204,7 @@ class CallbackService:
         if body.workflow.status != "completed":
             return _ignored("nightly/periodic: completed only")
         w = body.workflow
-        key = JobKey(body.delivery_id, entry.repo, w.run_id, w.run_attempt, w.job_name)
+        key = JobKey(body.delivery_id, entry.repo, w.run_key, w.run_attempt, w.job_name)
         with self._writes, self.state.store.transaction() as tx:
             now = self.state.clock.now()
             selection_id = self._save_selection(tx, body, key, now)

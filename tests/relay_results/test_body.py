@@ -44,7 +44,7 @@ def test_a_crcr_body_parses_and_keeps_unknown_keys() -> None:
         ({"conclusion": None}, "conclusion must be one of"),
         ({"test_results": {"passed": -1, "failed": 0, "skipped": 0, "total": -1}}, "passed"),
         ({"test_results": {"passed": 1, "failed": 1, "skipped": 0, "total": 5}}, "must equal"),
-        ({"run_id": "x"}, "workflow.run_id"),
+        ({"run_id": "12 34"}, "workflow.run_id"),
         ({"started_at": "yesterday"}, "workflow.started_at"),
     ],
 )
@@ -73,7 +73,7 @@ def test_empty_strings_from_shell_built_bodies_mean_unknown() -> None:
     parsed = parse_callback(json.dumps(raw).encode())
     w = parsed.workflow
     # An empty check_run_id gets the action's own fallback, "<run_id>-<run_attempt>".
-    assert (w.run_id, w.run_attempt, w.check_run_id, w.conclusion, w.test_results) == (
+    assert (w.run_key, w.run_attempt, w.check_run_id, w.conclusion, w.test_results) == (
         123,
         2,
         "123-2",

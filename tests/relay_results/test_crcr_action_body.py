@@ -162,3 +162,76 @@ def test_the_relay_as_a_hud_accepts_crcrs_bare_authorization_key(
 )
 def test_the_hud_url_may_be_a_base_or_crcrs_full_endpoint(configured: str) -> None:
     assert results_url(configured) == "https://hud.example.org/api/crcr/results"
+
+
+def buildkite_nightly_body(sha: str, build_id: str, retry_count: int = 0) -> dict[str, Any]:
+    """report_callback_buildkite.sh + build_payload() for a nightly self-report:
+    RUN_ID=$BUILDKITE_BUILD_ID (a UUID), RUN_ATTEMPT=retry+1, CHECK_RUN_ID=<build>-<attempt>."""
+    attempt = str(retry_count + 1)
+    return {
+        "event_type": "nightly",
+        "delivery_id": sha,
+        "payload": {"repository": {"full_name": "pytorch/pytorch"}, "head_sha": sha},
+        "workflow": {
+            "schema_version": "1",
+            "status": "completed",
+            "conclusion": "success",
+            "name": "spyre-nightly",
+            "url": f"https://buildkite.com/acme/spyre-nightly/builds/{build_id}",
+            "run_attempt": attempt,
+            "job_name": ":pytorch: nightly tests",
+            "check_run_id": f"{build_id}-{attempt}",
+            "run_id": build_id,
+            "started_at": None,
+            "completed_at": "2026-11-30T05:01:02.345678Z",
+        },
+    }
+
+
+def test_a_buildkite_nightly_with_a_build_uuid_is_recorded(
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, hud: FakeHud
+) -> None:
+    build_id = "0190f2a4-6b1e-4c8e-9d3a-2f5e8b7c1a90"
+    sha = "b" * 40
+    with FakeOidcIssuer() as buildkite:
+        pipeline = {
+            "repository": "acme/l2",
+            "claims": {"organization_id": "o-1", "pipeline_id": "p-1"},
+        }
+        callbacks = {
+            "hud_url": hud.url,
+            "hud_key": "hud-key",
+            "oidc_issuers": [
+                {"kind": "github_actions", "issuer": oidc.url},
+                {"kind": "buildkite", "issuer": buildkite.url, "pipelines": [pipeline]},
+            ],
+        }
+        with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
+            token = buildkite.buildkite_token(
+                organization_id="o-1", pipeline_id="p-1", issued_at=loop.clock.now()
+            )
+            url = f"{loop.url}/github/callback"
+            headers = {"Authorization": f"Bearer {token}"}
+            answer = loop.http.post(
+                url, json=buildkite_nightly_body(sha, build_id), headers=headers
+            )
+            assert answer.status_code == 200, answer.text
+            retried = loop.http.post(
+                url, json=buildkite_nightly_body(sha, build_id, retry_count=1), headers=headers
+            )
+            assert retried.status_code == 200, retried.text
+            loop.drain()
+            jobs = loop.rows("SELECT run_id, run_attempt, check_run_ref FROM job_runs")
+    # One job per attempt, under one stable number for the build; the HUD sees the UUID.
+    assert len({j["run_id"] for j in jobs}) == 1
+    assert sorted((j["run_attempt"], j["check_run_ref"]) for j in jobs) == [
+        (1, f"{build_id}-1"),
+        (2, f"{build_id}-2"),
+    ]
+    assert sorted(hud.rows) == [
+        f"acme/l2/{sha}/spyre-nightly/:pytorch: nightly tests/{build_id}-{n}" for n in (1, 2)
+    ]
+    forwarded = {
+        r["untrusted"]["callback_payload"]["workflow"]["run_id"] for r in hud.rows.values()
+    }
+    assert forwarded == {build_id}

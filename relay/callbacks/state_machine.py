@@ -112,6 +112,8 @@ def _from_in_progress(current: JobState, report: Report, now: float) -> Outcome:
     if report.status == IN_PROGRESS:
         if report.digest == current.in_progress_digest:
             return Repeat(IN_PROGRESS)
+        if _other_check_run(current.check_run_id, report.check_run_id):
+            return Rejected(409, _another_job(current.check_run_id, report.check_run_id))
         return Rejected(409, "conflict: this job already reported in_progress differently")
     if _other_check_run(current.check_run_id, report.check_run_id):
         return Rejected(
@@ -143,6 +145,16 @@ def _from_completed(current: JobState, report: Report) -> Outcome:
     if current.swept:
         return Rejected(409, "conflict: this job was already marked timed_out by the sweeper")
     return Rejected(409, "conflict: this job already reported completed differently")
+
+
+def _another_job(recorded: str | None, reported: str | None) -> str:
+    # Jobs are keyed by job_name: matrix legs sharing github.job collide here (CRCR's
+    # action documents that each leg must pass its own job-name).
+    return (
+        f"conflict: check run {reported} reports under the job_name that check run "
+        f"{recorded} already uses in this run; give each matrix leg its own job_name "
+        "(the callback action's job-name input)"
+    )
 
 
 def _other_check_run(recorded: str | None, reported: str | None) -> bool:

@@ -14,7 +14,9 @@ from relay.callbacks.state_machine import (
 DISPATCHED = 1000.0
 
 
-def _report(status: str, digest: str, check_run_id: int | None = 7, conclusion: str | None = None):
+def _report(
+    status: str, digest: str, check_run_id: str | None = "7", conclusion: str | None = None
+):
     return Report(status, conclusion, check_run_id, digest)  # type: ignore[arg-type]
 
 
@@ -70,9 +72,16 @@ def test_conflicting_repeats_are_rejected() -> None:
 
 def test_completion_from_another_check_run_is_rejected() -> None:
     outcome = advance(
-        _started(), _report("completed", "c1", check_run_id=8, conclusion="success"), 0, 1
+        _started(), _report("completed", "c1", check_run_id="8", conclusion="success"), 0, 1
     )
     assert isinstance(outcome, Rejected) and "same job" in outcome.reason
+
+
+def test_a_matrix_leg_sharing_the_job_name_is_told_to_name_itself() -> None:
+    # Two legs of one matrix, both job_name "build" (github.job), distinct check runs.
+    outcome = advance(_started(), _report("in_progress", "p2", check_run_id="8"), 0, 1)
+    assert isinstance(outcome, Rejected) and outcome.http_status == 409
+    assert "check run 8" in outcome.reason and "job-name" in outcome.reason
 
 
 def test_sweeper_times_out_and_a_late_completion_conflicts() -> None:

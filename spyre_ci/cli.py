@@ -15,7 +15,13 @@ import click
 from spyre_ci import __version__
 
 # Modules whose `register(group)` adds subcommands. Order = order in --help.
-COMMAND_MODULES: tuple[str, ...] = ("spyre_ci.ci.cli", "relay.cli", "relay.callbacks.cli", "test_manifests.cli", "selection.cli")
+COMMAND_MODULES: tuple[str, ...] = (
+    "spyre_ci.ci.cli",
+    "relay.cli",
+    "relay.callbacks.cli",
+    "test_manifests.cli",
+    "selection.cli",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -157,6 +157,11 @@ class JobFacts:
     identity: str
 
 
+# Reported once and sent as null by the other step (CRCR's action sends started_at only
+# with in_progress): a later callback without them keeps what an earlier one reported.
+_KEPT_WHEN_NOT_SENT = frozenset({"started_at", "completed_at", "artifact_url"})
+
+
 def _upsert(tx: Tx, key: JobKey, columns: dict[str, Any], insert_only: bool) -> bool:
     keep_selection = columns["selection_id"] is None
     if keep_selection:
@@ -164,7 +169,12 @@ def _upsert(tx: Tx, key: JobKey, columns: dict[str, Any], insert_only: bool) -> 
     names = list(columns)
     all_names = ["delivery_id", "repo", "run_id", "run_attempt", "job_name", *names]
     marks = ", ".join("?" for _ in all_names)
-    updates = ", ".join(f"{n} = excluded.{n}" for n in names)
+    updates = ", ".join(
+        f"{n} = COALESCE(excluded.{n}, job_runs.{n})"
+        if n in _KEPT_WHEN_NOT_SENT
+        else f"{n} = excluded.{n}"
+        for n in names
+    )
     on_conflict = "DO NOTHING" if insert_only else f"DO UPDATE SET {updates}"
     changed = tx.execute(
         f"INSERT INTO job_runs ({', '.join(all_names)}) VALUES ({marks})"

@@ -96,6 +96,8 @@ def test_a_job_without_check_run_id_reports_under_the_actions_fallback(
     assert (job["check_run_ref"], job["check_run_id"]) == ("4242-1", None)
     assert (job["tests_passed"], job["tests_failed"], job["tests_total"]) == (7, 1, 10)
     assert job["completed_at"] is not None and job["execution_time"] is not None
+    # The completed callback sends started_at: null; the in_progress one's time stays.
+    assert job["started_at"] == pytest.approx(1796014862.345678)
 
     loop.drain()
     # Both steps land on one HUD row, under the key PyTorch's HUD builds.

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from test_manifests.loader import ManifestError, ManifestIssue, format_loc, parse_yaml
+from test_manifests.loader import ManifestError, ManifestIssue, issue_for, parse_yaml
 
 CAPABILITY_FILE_NAME = "capabilities.yaml"
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
@@ -199,21 +199,7 @@ def capabilities_from_text(text: str, file: str = "<memory>") -> Capabilities:
     try:
         return Capabilities.model_validate({**data, "source": file})
     except ValidationError as exc:
-        raise CapabilityError(_issue(e, file, positions) for e in exc.errors()) from exc
-
-
-def _issue(error: Any, file: str, positions: dict[Any, tuple[int, int]]) -> ManifestIssue:
-    loc = tuple(error["loc"])
-    probe = loc
-    while probe and probe not in positions:
-        probe = probe[:-1]
-    line, column = positions.get(probe, (1, 1))
-    message = error["msg"]
-    if error["type"] == "extra_forbidden":
-        message = f"unknown key {loc[-1]!r}"
-    elif error["type"] == "missing":
-        message = f"missing required field {loc[-1]!r}"
-    return ManifestIssue(file, line, column, format_loc(loc), message)
+        raise CapabilityError(issue_for(e, file, positions) for e in exc.errors()) from exc
 
 
 def load_capabilities(path: Path | None = None) -> Capabilities:

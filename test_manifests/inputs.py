@@ -238,14 +238,18 @@ def _kwarg_kind(value: Any) -> str:
     return kind if kind is not None and kind != f"{TAG_PREFIX}value" else f"{TAG_PREFIX}plain"
 
 
-InputArg = Annotated[
+# The argument kinds a keyword argument shares with a positional one (not `value`: a
+# keyword argument's plain value is written bare).
+_SPECS = (
     Annotated[TensorArg, Tag(f"{TAG_PREFIX}tensor")]
     | Annotated[TensorListArg, Tag(f"{TAG_PREFIX}tensor_list")]
     | Annotated[CacheArg, Tag(f"{TAG_PREFIX}cache")]
     | Annotated[ModuleArg, Tag(f"{TAG_PREFIX}module")]
     | Annotated[ConfigArg, Tag(f"{TAG_PREFIX}config")]
-    | Annotated[ValueArg, Tag(f"{TAG_PREFIX}value")]
-    | Annotated[PyArg, Tag(f"{TAG_PREFIX}py")],
+    | Annotated[PyArg, Tag(f"{TAG_PREFIX}py")]
+)
+InputArg = Annotated[
+    _SPECS | Annotated[ValueArg, Tag(f"{TAG_PREFIX}value")],
     Discriminator(
         _arg_kind,
         custom_error_type="unknown_argument",
@@ -256,13 +260,7 @@ InputArg = Annotated[
     ),
 ]
 KwargValue = Annotated[
-    Annotated[TensorArg, Tag(f"{TAG_PREFIX}tensor")]
-    | Annotated[TensorListArg, Tag(f"{TAG_PREFIX}tensor_list")]
-    | Annotated[CacheArg, Tag(f"{TAG_PREFIX}cache")]
-    | Annotated[ModuleArg, Tag(f"{TAG_PREFIX}module")]
-    | Annotated[ConfigArg, Tag(f"{TAG_PREFIX}config")]
-    | Annotated[PyArg, Tag(f"{TAG_PREFIX}py")]
-    | Annotated[Any, Tag(f"{TAG_PREFIX}plain")],
+    _SPECS | Annotated[Any, Tag(f"{TAG_PREFIX}plain")],
     Discriminator(_kwarg_kind),
 ]
 

@@ -107,7 +107,8 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Loc, tuple[int, int]]]:
     return data, walker.positions
 
 
-def _issue_for(error: Any, file: str, positions: dict[Loc, tuple[int, int]]) -> ManifestIssue:
+def issue_for(error: Any, file: str, positions: dict[Loc, tuple[int, int]]) -> ManifestIssue:
+    """A pydantic error located in the YAML document (file, line, column, field)."""
     loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(TAG_PREFIX))
     probe = loc
     while probe and probe not in positions:
@@ -129,7 +130,7 @@ def manifest_from_text(text: str, file: str = "<memory>") -> Manifest:
     try:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
-        raise ManifestError(_issue_for(e, file, positions) for e in exc.errors()) from exc
+        raise ManifestError(issue_for(e, file, positions) for e in exc.errors()) from exc
     manifest.attach_source(file, positions)
     return manifest
 

@@ -5,6 +5,8 @@ Pure functions over a Manifest; `resolve.py` composes them. No I/O, no torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from test_manifests.decisions import Ctx, TestInstance
 from test_manifests.matching import (
     PathRoots,
@@ -19,6 +21,9 @@ from test_manifests.model import (
     FileEntry,
     Loc,
     Manifest,
+    ModulesEdits,
+    NamedItem,
+    OpsEdits,
     SupportedModule,
     SupportedOp,
     TestEntry,
@@ -82,51 +87,56 @@ def find_module(manifest: Manifest, module: str) -> tuple[int, SupportedModule] 
     return None
 
 
+def _edits_verdict(
+    ctx: Ctx,
+    aspect: str,
+    label: str,
+    edits: OpsEdits | ModulesEdits,
+    matches: Callable[[str], bool],
+    tloc: Loc,
+) -> bool | None:
+    """A test entry's `edits.<aspect>s.exclude` (first) or `.include`; None: neither names it."""
+    for verdict, kind in ((False, "exclude"), (True, "include")):
+        items: list[NamedItem] = getattr(edits, kind)
+        for i, item in enumerate(items):
+            if matches(item.name):
+                ctx.decide(
+                    aspect,
+                    f"{label} {'in' if verdict else 'out'}",
+                    f"edits.{aspect}s.{kind}",
+                    (*tloc, "edits", f"{aspect}s", kind, i),
+                )
+                return verdict
+    return None
+
+
+def _global_verdict(ctx: Ctx, aspect: str, label: str, listed: bool, found: int | None) -> bool:
+    """`global.supported_<aspect>s`: absent means all; else in only if listed (`found`)."""
+    key = f"supported_{aspect}s"
+    if not listed:
+        ctx.decide(aspect, f"{label} in", f"no global.{key} (all {aspect}s)", ("global",))
+        return True
+    if found is None:
+        ctx.decide(aspect, f"{label} out", f"not in global.{key}", ("global", key))
+        return False
+    ctx.decide(aspect, f"{label} in", f"global.{key}", ("global", key, found))
+    return True
+
+
 def _op_in_scope(ctx: Ctx, test: TestEntry | None, tloc: Loc) -> bool:
     inst = ctx.instance
-    if inst.op is None:
+    op, variant, label = inst.op, inst.op_variant, inst.op_full_name
+    if op is None or label is None:
         return True
     if test is not None:
-        for i, item in enumerate(test.edits.ops.exclude):
-            if op_matches(item.name, inst.op, inst.op_variant):
-                ctx.decide(
-                    "op",
-                    f"{inst.op_full_name} out",
-                    "edits.ops.exclude",
-                    (*tloc, "edits", "ops", "exclude", i),
-                )
-                return False
-        for i, item in enumerate(test.edits.ops.include):
-            if op_matches(item.name, inst.op, inst.op_variant):
-                ctx.decide(
-                    "op",
-                    f"{inst.op_full_name} in",
-                    "edits.ops.include",
-                    (*tloc, "edits", "ops", "include", i),
-                )
-                return True
-    ops = ctx.manifest.suite.global_.supported_ops
-    if ops is None:
-        ctx.decide(
-            "op", f"{inst.op_full_name} in", "no global.supported_ops (all ops)", ("global",)
+        verdict = _edits_verdict(
+            ctx, "op", label, test.edits.ops, lambda name: op_matches(name, op, variant), tloc
         )
-        return True
-    found = find_op(ctx.manifest, inst.op, inst.op_variant)
-    if found is None:
-        ctx.decide(
-            "op",
-            f"{inst.op_full_name} out",
-            "not in global.supported_ops",
-            ("global", "supported_ops"),
-        )
-        return False
-    ctx.decide(
-        "op",
-        f"{inst.op_full_name} in",
-        "global.supported_ops",
-        ("global", "supported_ops", found[0]),
-    )
-    return True
+        if verdict is not None:
+            return verdict
+    listed = ctx.manifest.suite.global_.supported_ops is not None
+    found = find_op(ctx.manifest, op, variant) if listed else None
+    return _global_verdict(ctx, "op", label, listed, found[0] if found else None)
 
 
 def _module_in_scope(ctx: Ctx, test: TestEntry | None, tloc: Loc) -> bool:
@@ -134,45 +144,19 @@ def _module_in_scope(ctx: Ctx, test: TestEntry | None, tloc: Loc) -> bool:
     if module is None:
         return True
     if test is not None:
-        for i, item in enumerate(test.edits.modules.exclude):
-            if module_matches(item.name, module):
-                ctx.decide(
-                    "module",
-                    f"{module} out",
-                    "edits.modules.exclude",
-                    (*tloc, "edits", "modules", "exclude", i),
-                )
-                return False
-        for i, mitem in enumerate(test.edits.modules.include):
-            if module_matches(mitem.name, module):
-                ctx.decide(
-                    "module",
-                    f"{module} in",
-                    "edits.modules.include",
-                    (*tloc, "edits", "modules", "include", i),
-                )
-                return True
-    if ctx.manifest.suite.global_.supported_modules is None:
-        ctx.decide(
-            "module", f"{module} in", "no global.supported_modules (all modules)", ("global",)
-        )
-        return True
-    found = find_module(ctx.manifest, module)
-    if found is None:
-        ctx.decide(
+        verdict = _edits_verdict(
+            ctx,
             "module",
-            f"{module} out",
-            "not in global.supported_modules",
-            ("global", "supported_modules"),
+            module,
+            test.edits.modules,
+            lambda name: module_matches(name, module),
+            tloc,
         )
-        return False
-    ctx.decide(
-        "module",
-        f"{module} in",
-        "global.supported_modules",
-        ("global", "supported_modules", found[0]),
-    )
-    return True
+        if verdict is not None:
+            return verdict
+    listed = ctx.manifest.suite.global_.supported_modules is not None
+    found = find_module(ctx.manifest, module) if listed else None
+    return _global_verdict(ctx, "module", module, listed, found[0] if found else None)
 
 
 def _names(items: list[DtypeItem]) -> frozenset[str]:

@@ -62,20 +62,24 @@ def read_selection(directory: Path, shard: int | None) -> Selection:
     return selection
 
 
+def _path_issue(manifest: Manifest, index: int, message: str) -> ManifestIssue:
+    """A problem with `files[index].path`, at the line it was written."""
+    pos = manifest.position(("files", index, "path"))
+    field = f"test_suite_config.files[{index}].path"
+    return ManifestIssue(pos.file, pos.line, pos.column, field, message)
+
+
 def check_tokens(manifest: Manifest, roots: PathRoots) -> None:
     """A path token with no value is an error naming the file and line."""
     issues = []
     for index, entry in enumerate(manifest.suite.files):
         if expand_path(entry.path, roots) is None:
-            pos = manifest.position(("files", index, "path"))
             token = next(t for t in PATH_TOKENS_ENV if t in entry.path)
             hint = "--pytorch-src" if token == "${TORCH_ROOT}" else "--device-src"
             issues.append(
-                ManifestIssue(
-                    pos.file,
-                    pos.line,
-                    pos.column,
-                    f"test_suite_config.files[{index}].path",
+                _path_issue(
+                    manifest,
+                    index,
                     f"path token {token} has no value: pass {hint} or set "
                     f"{' or '.join(PATH_TOKENS_ENV[token])}",
                 )
@@ -92,17 +96,7 @@ def manifest_files(manifest: Manifest, roots: PathRoots) -> list[Path]:
         expanded = expand_path(entry.path, roots)
         found = sorted(glob.glob(expanded, recursive=True)) if expanded else []
         if not found:
-            pos = manifest.position(("files", index, "path"))
-            where = expanded or entry.path
-            issues.append(
-                ManifestIssue(
-                    pos.file,
-                    pos.line,
-                    pos.column,
-                    f"test_suite_config.files[{index}].path",
-                    f"{where} names no file",
-                )
-            )
+            issues.append(_path_issue(manifest, index, f"{expanded or entry.path} names no file"))
         files.extend(Path(f) for f in found)
     if issues:
         raise ManifestError(issues)

@@ -18,6 +18,7 @@ from test_manifests.matching import (
 from test_manifests.model import (
     COMPLEX_DTYPES,
     DtypeItem,
+    DtypesEdits,
     FileEntry,
     Loc,
     Manifest,
@@ -91,13 +92,13 @@ def _edits_verdict(
     ctx: Ctx,
     aspect: str,
     label: str,
-    edits: OpsEdits | ModulesEdits,
+    edits: OpsEdits | ModulesEdits | DtypesEdits,
     matches: Callable[[str], bool],
     tloc: Loc,
 ) -> bool | None:
     """A test entry's `edits.<aspect>s.exclude` (first) or `.include`; None: neither names it."""
     for verdict, kind in ((False, "exclude"), (True, "include")):
-        items: list[NamedItem] = getattr(edits, kind)
+        items: list[NamedItem | DtypeItem] = getattr(edits, kind)
         for i, item in enumerate(items):
             if matches(item.name):
                 ctx.decide(
@@ -210,24 +211,11 @@ def _dtype_in_scope(ctx: Ctx, test: TestEntry | None, tloc: Loc) -> bool:
     if dtype is None:
         return True
     if test is not None:
-        for i, ex in enumerate(test.edits.dtypes.exclude):
-            if ex.name == dtype:
-                ctx.decide(
-                    "dtype",
-                    f"{dtype} out",
-                    "edits.dtypes.exclude",
-                    (*tloc, "edits", "dtypes", "exclude", i),
-                )
-                return False
-        for i, inc in enumerate(test.edits.dtypes.include):
-            if inc.name == dtype:
-                ctx.decide(
-                    "dtype",
-                    f"{dtype} in",
-                    "edits.dtypes.include",
-                    (*tloc, "edits", "dtypes", "include", i),
-                )
-                return True
+        verdict = _edits_verdict(
+            ctx, "dtype", dtype, test.edits.dtypes, lambda name: name == dtype, tloc
+        )
+        if verdict is not None:
+            return verdict
     upstream = ctx.instance.upstream_dtypes
     if upstream is not None and dtype not in upstream:
         ctx.decide(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 ENV_PREFIX = "SPYRE_RELAY_"
 CONFIG_PATH_VAR = "SPYRE_RELAY_CONFIG"
 MIN_RETENTION_DAYS = 3.0  # GitHub's redelivery window and CRCR's TTL
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class ConfigError(Exception):
@@ -151,6 +152,19 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
+
+
+def extra_section(extra: Mapping[str, Any], name: str, model: type[_M]) -> _M:
+    """``extra.<name>`` of the configuration (a part's own settings) validated by ``model``;
+    ConfigError naming ``extra.<name>.<field>`` otherwise."""
+    try:
+        return model.model_validate(extra.get(name) or {})
+    except ValidationError as error:
+        fields = "; ".join(
+            f"extra.{name}." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
+            for e in error.errors()
+        )
+        raise ConfigError(f"invalid relay configuration: {fields}") from None
 
 
 def _describe(exc: ValidationError, source: str) -> str:

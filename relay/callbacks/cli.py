@@ -25,7 +25,7 @@ import click
 @click.option("--tags/--no-tags", default=False, help="poll upstream tags and releases")
 def sweep(config_path: Path | None, timeouts: bool, redeliver: bool, tags: bool) -> None:
     """Run the relay's sweepers once and report what they did."""
-    from relay.callbacks.settings import CallbackSettingsError, callback_settings
+    from relay.callbacks.settings import callback_settings
     from relay.config import ConfigError, load_config
     from relay.state import build_state
     from relay.sweepers import poll_tags, sweep_failed_deliveries, sweep_timeouts
@@ -33,7 +33,7 @@ def sweep(config_path: Path | None, timeouts: bool, redeliver: bool, tags: bool)
     try:
         config = load_config(config_path)
         settings = callback_settings(config.extra)
-    except (ConfigError, CallbackSettingsError) as error:
+    except ConfigError as error:
         raise click.ClickException(str(error)) from error
     state = build_state(config)
     try:

@@ -25,8 +25,9 @@ import hashlib
 import hmac
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from relay.config import extra_section
 from relay.oidc import DEFAULT_AUDIENCE, GITHUB_ACTIONS_ISSUER, OidcIssuer
 
 
@@ -64,19 +65,9 @@ class CallbackSettings(BaseModel):
     poll_releases: bool | None = None
 
 
-class CallbackSettingsError(ValueError):
-    """``extra.callbacks`` is invalid; the message names the field."""
-
-
 def callback_settings(extra: dict[str, Any]) -> CallbackSettings:
-    try:
-        return CallbackSettings.model_validate(extra.get("callbacks") or {})
-    except ValidationError as error:
-        fields = "; ".join(
-            "extra.callbacks." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
-            for e in error.errors()
-        )
-        raise CallbackSettingsError(f"invalid relay configuration: {fields}") from None
+    """``extra.callbacks``; ConfigError naming the field at fault."""
+    return extra_section(extra, "callbacks", CallbackSettings)
 
 
 def token_secret(settings: CallbackSettings, webhook_secret: bytes) -> bytes:

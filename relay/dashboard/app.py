@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from relay.config import ConfigError
+from relay.config import extra_section
 from relay.dashboard.routes import dashboard_router
 
 if TYPE_CHECKING:
@@ -32,14 +32,7 @@ class DashboardSettings(BaseModel):
 
 
 def dashboard_settings(extra: dict[str, Any]) -> DashboardSettings:
-    try:
-        return DashboardSettings.model_validate(extra.get("dashboard") or {})
-    except ValidationError as error:
-        fields = "; ".join(
-            "extra.dashboard." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
-            for e in error.errors()
-        )
-        raise ConfigError(f"invalid relay configuration: {fields}") from None
+    return extra_section(extra, "dashboard", DashboardSettings)
 
 
 def router(state: RelayState) -> APIRouter:

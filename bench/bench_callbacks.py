@@ -207,11 +207,8 @@ def main() -> int:
     if bindir is None:
         print("PostgreSQL: skipped (not installed; make sysdeps)")
         return 0
-    server = PostgresServer(bindir).start()
-    try:
+    with PostgresServer(bindir) as server:
         run(server.new_database(), "PostgreSQL", args.jobs, args.reporters)
-    finally:
-        server.stop()
     return 0
 
 

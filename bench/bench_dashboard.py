@@ -135,11 +135,8 @@ def main(argv: list[str]) -> int:
             bindir = postgres_bin()
             if bindir is None:
                 raise SystemExit("PostgreSQL is not installed: run `make sysdeps`")
-            server = PostgresServer(bindir).start()
-            try:
+            with PostgresServer(bindir) as server:
                 return _run(args, directory, server.new_database())
-            finally:
-                server.stop()
         return _run(args, directory, f"sqlite:///{directory / 'relay.db'}")
 
 

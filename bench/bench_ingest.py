@@ -222,12 +222,8 @@ def main() -> int:
         if bindir is None:
             print("postgres   skipped: PostgreSQL is not installed (make sysdeps)")
             return 0
-        server = PostgresServer(bindir, durable=True).start()
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                run("postgres", server.new_database(), Path(tmp), args.rate, args.seconds)
-        finally:
-            server.stop()
+        with PostgresServer(bindir, durable=True) as server, tempfile.TemporaryDirectory() as tmp:
+            run("postgres", server.new_database(), Path(tmp), args.rate, args.seconds)
     return 0
 
 

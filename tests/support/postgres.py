@@ -118,6 +118,12 @@ class PostgresServer:
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
@@ -127,11 +133,8 @@ def postgres_server() -> Iterator[PostgresServer]:
         if os.environ.get("CI"):
             pytest.fail(message)  # CI must not turn the PostgreSQL tests into skips
         pytest.skip(message)
-    server = PostgresServer(bindir).start()
-    try:
+    with PostgresServer(bindir) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

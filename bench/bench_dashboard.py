@@ -55,7 +55,8 @@ def _pages(store: Store) -> list[tuple[str, str, Builder | None]]:
             "SELECT selection_id FROM selection_reports WHERE delivery_id = ? LIMIT 1",
             (recent["delivery_id"],) if recent else ("",),
         )
-    assert recent is not None and selection is not None
+    if recent is None or selection is None:  # the pages below need a PR with a selection report
+        raise SystemExit("too little seeded data for the PR pages: raise --days or --events")
     pr, sha, delivery = int(recent["pr_number"]), str(recent["head_sha"]), recent["delivery_id"]
     return [
         ("overview", "/crcr", lambda tx, now: views.overview(tx, now, rollups)),

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from test_manifests.loader import ManifestError, load_manifest, load_manifests
-from test_manifests.matching import PathRoots
+from test_manifests.matching import PathRoots, env_root
 from test_manifests.model import Manifest
 
 _PATHS = click.argument(
@@ -24,10 +24,8 @@ _SRC_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 def _roots(pytorch_src: Path | None, device_src: Path | None = None) -> PathRoots:
-    torch_root = (
-        pytorch_src or os.environ.get("SPYRE_CI_PYTORCH_SRC") or os.environ.get("PYTORCH_ROOT")
-    )
-    device_root = device_src or os.environ.get("TORCH_SPYRE_ROOT")
+    torch_root = pytorch_src or env_root("${TORCH_ROOT}")
+    device_root = device_src or env_root("${TORCH_DEVICE_ROOT}")
     return PathRoots(
         torch_root=str(Path(torch_root).resolve()) if torch_root else None,
         device_root=str(Path(device_root).resolve()) if device_root else None,
@@ -214,14 +212,17 @@ def test_command(
     """Run upstream PyTorch tests against spyre under a manifest: [-- pytest args]."""
     import pytest
 
+    from test_manifests.run import manifest_paths, read_selection, shipped_manifests
     from test_manifests.run import pytest_args as build_args
-    from test_manifests.run import read_selection, shipped_manifests
+    from test_manifests.torch_test_devices import subprocess_env
 
+    chosen_manifests = list(manifests) or shipped_manifests()
+    roots = _roots(pytorch_src, device_src)
     try:
         chosen = read_selection(selection, shard) if selection else None
         args = build_args(
-            list(manifests) or shipped_manifests(),
-            _roots(pytorch_src, device_src),
+            chosen_manifests,
+            roots,
             chosen,
             list(labels),
             list(pytest_args),
@@ -229,6 +230,16 @@ def test_command(
         )
     except ManifestError as exc:
         _fail(exc)
+    # Subprocesses that upstream tests spawn apply the manifest too (TORCH_TEST_DEVICES).
+    # This process applies it through the pytest plugin: common_device_type is imported
+    # first, so that it does not run the TORCH_TEST_DEVICES module here.
+    import torch.testing._internal.common_device_type  # noqa: F401
+
+    os.environ.update(
+        subprocess_env(
+            manifest_paths(chosen_manifests, chosen), roots.torch_root, roots.device_root
+        )
+    )
     click.echo("pytest " + " ".join(args), err=True)
     sys.exit(int(pytest.main(args)))
 

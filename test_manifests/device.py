@@ -27,7 +27,6 @@ from torch.testing._internal import common_device_type as cdt
 from test_manifests.decisions import Resolution, TestInstance
 from test_manifests.matching import PathRoots
 from test_manifests.model import DEFAULT_TOLERANCE, Manifest
-from test_manifests.parametrizers import narrowed_parametrizers
 from test_manifests.resolve import resolve
 
 RESOLUTION_ATTR = "_spyre_manifest_resolution"
@@ -125,6 +124,10 @@ def manifest_test_base(manifest: Manifest, roots: PathRoots) -> type:
 
         @classmethod
         def instantiate_test(cls, name: str, test: Any, *, generic_cls: Any = None) -> None:
+            # Imported here: as a TORCH_TEST_DEVICES module this base is defined while
+            # common_device_type is still being imported (see torch_test_devices.py).
+            from test_manifests.parametrizers import narrowed_parametrizers
+
             generic = generic_cls if generic_cls is not None else cls
             file, class_name = source_file(generic), generic.__name__
             before = set(cls.__dict__)

@@ -24,6 +24,11 @@ PATH_TOKENS_ENV: dict[str, tuple[str, ...]] = {
 }
 
 
+def env_root(token: str) -> str | None:
+    """The value the environment gives a path token (see PATH_TOKENS_ENV), if any."""
+    return next((os.environ[k] for k in PATH_TOKENS_ENV[token] if os.environ.get(k)), None)
+
+
 @dataclass(frozen=True)
 class PathRoots:
     """Values of the path tokens; None when unknown (matching then uses relative paths)."""

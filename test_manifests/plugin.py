@@ -12,16 +12,14 @@ Torch is imported only when the plugin is active.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from test_manifests.loader import ManifestError, load_manifests
-from test_manifests.matching import PATH_TOKENS_ENV, PathRoots
-from test_manifests.merge import merge_manifests
-from test_manifests.run import check_tokens
+from test_manifests.loader import ManifestError
+from test_manifests.matching import PathRoots, env_root
+from test_manifests.run import check_tokens, load_merged
 
 PLUGIN_NAME = "spyre-manifest"
 
@@ -59,12 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def path_roots(config: pytest.Config) -> PathRoots:
-    torch_root = config.getoption("pytorch_src") or next(
-        (os.environ[k] for k in PATH_TOKENS_ENV["${TORCH_ROOT}"] if os.environ.get(k)), None
-    )
-    device_root = config.getoption("device_src") or next(
-        (os.environ[k] for k in PATH_TOKENS_ENV["${TORCH_DEVICE_ROOT}"] if os.environ.get(k)), None
-    )
+    torch_root = config.getoption("pytorch_src") or env_root("${TORCH_ROOT}")
+    device_root = config.getoption("device_src") or env_root("${TORCH_DEVICE_ROOT}")
     return PathRoots(
         torch_root=str(Path(torch_root).resolve()) if torch_root else None,
         device_root=str(Path(device_root).resolve()) if device_root else None,
@@ -77,8 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not paths:
         return
     try:
-        manifests = load_manifests(paths)
-        manifest = merge_manifests(manifests) if len(manifests) > 1 else manifests[0]
+        manifest = load_merged([Path(p) for p in paths])
         roots = path_roots(config)
         check_tokens(manifest, roots)
     except ManifestError as exc:

@@ -62,6 +62,17 @@ def read_selection(directory: Path, shard: int | None) -> Selection:
     return selection
 
 
+def load_merged(paths: list[Path]) -> Manifest:
+    """Load manifests (every error of every file) and merge them into one."""
+    loaded = load_manifests(paths)
+    return merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
+
+
+def manifest_paths(manifests: list[Path], selection: Selection | None) -> list[Path]:
+    """The manifests of a run: the given ones plus the selection's overlay, if any."""
+    return list(manifests) + ([selection.overlay] if selection and selection.overlay else [])
+
+
 def _path_issue(manifest: Manifest, index: int, message: str) -> ManifestIssue:
     """A problem with `files[index].path`, at the line it was written."""
     pos = manifest.position(("files", index, "path"))
@@ -116,9 +127,8 @@ def pytest_args(
     PyTorch's own test/conftest.py serves its CI (sharding, step-current, reruns) and tracks
     the pytest version PyTorch pins; unless asked for, it is not loaded (`--noconftest`).
     """
-    paths = list(manifests) + ([selection.overlay] if selection and selection.overlay else [])
-    loaded = load_manifests(paths)
-    manifest = merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
+    paths = manifest_paths(manifests, selection)
+    manifest = load_merged(paths)
     check_tokens(manifest, roots)
     args = [arg for path in paths for arg in ("--manifest", str(path))]
     if roots.torch_root:

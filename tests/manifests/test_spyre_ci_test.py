@@ -135,6 +135,88 @@ def test_zero_selected_tests_fail_before_anything_runs(tree: Path) -> None:
     assert "passed" not in result.stdout
 
 
+SPAWNING_TEST = """
+import subprocess
+import sys
+from pathlib import Path
+
+from torch.testing._internal.common_utils import TestCase
+
+
+class TestSpawns(TestCase):
+    def test_child_process(self):
+        child = Path(__file__).with_name("child.py")
+        done = subprocess.run([sys.executable, str(child)], capture_output=True, text=True)
+        print(done.stdout, done.stderr)
+        assert done.returncode == 0
+"""
+
+CHILD = """
+import torch
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
+from torch.testing._internal.common_utils import TestCase
+
+
+class TestChild(TestCase):
+    @dtypes(torch.float16, torch.float32)
+    def test_plain(self, device, dtype):
+        pass
+
+    def test_unlisted(self, device):
+        pass
+
+
+instantiate_device_type_tests(TestChild, globals())
+if __name__ == "__main__":
+    generated = sorted(
+        f"{name}.{test}"
+        for name, cls in list(globals().items())
+        if name.startswith("TestChild") and isinstance(cls, type)
+        for test in vars(cls)
+        if test.startswith("test_")
+    )
+    print("CHILD GENERATED", generated)
+"""
+
+
+def test_subprocesses_of_upstream_tests_apply_the_manifest(tmp_path: Path) -> None:
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_spawns.py").write_text(SPAWNING_TEST)
+    (tmp_path / "test" / "child.py").write_text(CHILD)
+    (tmp_path / "m.yaml").write_text(
+        textwrap.dedent(
+            """\
+            test_suite_config:
+              files:
+                - path: ${TORCH_ROOT}/test/test_spawns.py
+                  unlisted_test_mode: mandatory_success
+                - path: ${TORCH_ROOT}/test/child.py
+                  tests:
+                    - names: [TestChild::test_plain]
+              global:
+                supported_dtypes: [float32]
+            """
+        )
+    )
+    result = spyre_ci(
+        "test",
+        "--manifest",
+        "m.yaml",
+        "--pytorch-src",
+        str(tmp_path),
+        "--",
+        "-p",
+        "no:cacheprovider",
+        "-s",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The child generated exactly what the manifest runs: for the spyre device only, the
+    # listed test only, the float32 variant only (float16 is above the dtype ceiling).
+    assert "CHILD GENERATED ['TestChildSPYRE.test_plain_spyre_float32']" in result.stdout
+    assert "2 passed" in result.stdout
+
+
 @pytest.mark.needs_pytorch_src
 def test_a_real_upstream_file_runs_from_the_pytorch_source_tree(
     pytestconfig: pytest.Config, tmp_path: Path

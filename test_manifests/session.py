@@ -27,8 +27,14 @@ class ManifestSession:
         self.config, self.manifest, self.roots = config, manifest, roots
         self._undo: list[Callable[[], None]] = []
         self._marks: set[str] = set()
-        self._set_env()
-        self._install_device()
+        try:
+            self._set_env()
+            self._install_device()
+        except BaseException:
+            # Not registered yet, so pytest would never undo a half-done set-up: the
+            # environment and the device bases would leak into the rest of the process.
+            self.pytest_unconfigure(config)
+            raise
 
     def _set_env(self) -> None:
         saved = {k: os.environ.get(k) for k in ENV}

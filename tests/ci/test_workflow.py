@@ -14,21 +14,23 @@ import yaml
 from spyre_ci.ci.cli import ci_group
 
 WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "upstream-dispatch.yml"
+# The workflow as YAML 1.1 reads it: the key `on` comes back as the boolean True.
+Workflow = dict[str | bool, Any]
 
 
 @pytest.fixture(scope="module")
-def workflow() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(WORKFLOW.read_text())
+def workflow() -> Workflow:
+    data: Workflow = yaml.safe_load(WORKFLOW.read_text())
     return data
 
 
-def _runs(workflow: dict[str, Any]) -> list[str]:
+def _runs(workflow: Workflow) -> list[str]:
     return [
         step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step
     ]
 
 
-def test_triggers(workflow: dict[str, Any]) -> None:
+def test_triggers(workflow: Workflow) -> None:
     on = workflow[True]  # YAML 1.1 reads the key `on` as a boolean
     assert on["repository_dispatch"]["types"] == ["pull_request", "push"]
     assert set(on["workflow_dispatch"]["inputs"]) == {"pytorch_ref", "tier"}
@@ -36,7 +38,7 @@ def test_triggers(workflow: dict[str, Any]) -> None:
     assert on["schedule"][0]["cron"]
 
 
-def test_superseded_pr_runs_are_cancelled_per_upstream_pr(workflow: dict[str, Any]) -> None:
+def test_superseded_pr_runs_are_cancelled_per_upstream_pr(workflow: Workflow) -> None:
     concurrency = workflow["concurrency"]
     assert "client_payload.payload.pull_request.number" in concurrency["group"]
     assert "github.run_id" in concurrency["group"]  # everything else: a group of its own
@@ -44,7 +46,7 @@ def test_superseded_pr_runs_are_cancelled_per_upstream_pr(workflow: dict[str, An
 
 
 def test_only_the_report_job_can_mint_an_oidc_token_and_no_secret_is_used(
-    workflow: dict[str, Any],
+    workflow: Workflow,
 ) -> None:
     assert workflow["permissions"] == {"contents": "read"}
     jobs = workflow["jobs"]
@@ -58,7 +60,7 @@ def test_only_the_report_job_can_mint_an_oidc_token_and_no_secret_is_used(
 
 
 def test_report_job_calls_back_in_progress_first_then_waits_then_completed(
-    workflow: dict[str, Any],
+    workflow: Workflow,
 ) -> None:
     report = workflow["jobs"]["report"]
     # It starts right after select, so that queue time ends when the run starts.
@@ -74,7 +76,7 @@ def test_report_job_calls_back_in_progress_first_then_waits_then_completed(
     assert workflow["jobs"]["test"]["name"].startswith("test (")  # what wait-for-jobs matches
 
 
-def test_jobs_select_then_test_over_the_shard_matrix(workflow: dict[str, Any]) -> None:
+def test_jobs_select_then_test_over_the_shard_matrix(workflow: Workflow) -> None:
     jobs = workflow["jobs"]
     assert jobs["test"]["needs"] == "select"
     assert jobs["test"]["strategy"]["matrix"] == "${{ fromJSON(needs.select.outputs.matrix) }}"
@@ -82,13 +84,13 @@ def test_jobs_select_then_test_over_the_shard_matrix(workflow: dict[str, Any]) -
     assert "steps.plan.outputs.run == 'true'" in str(jobs["select"]["steps"])
 
 
-def test_every_run_step_is_a_spyre_ci_command_or_pip(workflow: dict[str, Any]) -> None:
+def test_every_run_step_is_a_spyre_ci_command_or_pip(workflow: Workflow) -> None:
     for run in _runs(workflow):
         assert re.match(r"^(spyre-ci ci |pip install )", run.strip()), run
         assert "\n" not in run.strip(), f"logic belongs in spyre-ci ci, not in the YAML: {run}"
 
 
-def test_every_command_and_option_the_workflow_uses_exists(workflow: dict[str, Any]) -> None:
+def test_every_command_and_option_the_workflow_uses_exists(workflow: Workflow) -> None:
     for run in _runs(workflow):
         words = shlex.split(run)
         if words[:2] != ["spyre-ci", "ci"]:

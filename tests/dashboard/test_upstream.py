@@ -10,7 +10,11 @@ SHA = "ab" * 20
 
 
 def _pr(**fields: object) -> str:
-    pr = {"title": "Speed up add", "user": {"login": "alice"}, "head": {"ref": "fast-add"}}
+    pr: dict[str, object] = {
+        "title": "Speed up add",
+        "user": {"login": "alice"},
+        "head": {"ref": "fast-add"},
+    }
     pr.update(fields)
     return json.dumps({"repository": {"full_name": "pytorch/pytorch"}, "pull_request": pr})
 

@@ -8,30 +8,31 @@ import time
 import pytest
 
 from relay.outbox import claim, list_dead_letters, queue_stats, requeue_dead_letters
-from relay.store import Store
+from relay.store import Row, Store
+from relay.worker import Worker
 from tests.relay.conftest import dispatching_config
 from tests.support.fake_github import FakeGitHub, Fault
 from tests.support.relay_server import InProcessRelay, fixture_body, post_webhook
 
 
-def _drain(relay: InProcessRelay, worker: object | None = None, *, rounds: int = 50) -> None:
+def _drain(relay: InProcessRelay, worker: Worker | None = None, *, rounds: int = 50) -> None:
     """Run the worker until no job is ready (waiting out short backoffs)."""
     worker = worker or relay.worker()
     for _ in range(rounds):
-        if worker.run_once(limit=10) == 0:  # type: ignore[attr-defined]
+        if worker.run_once(limit=10) == 0:
             if not queue_stats(relay.state.store, now=time.time()).pending:
                 return
             time.sleep(0.05)
 
 
-def _outbox(store: Store) -> list[dict[str, object]]:
+def _outbox(store: Store) -> list[Row]:
     with store.transaction(write=False) as tx:
         return tx.fetchall(
             "SELECT target, state, attempts, last_error, next_attempt_at FROM outbox ORDER BY target"
         )
 
 
-def _outbox_row(store: Store, target: str) -> dict[str, object]:
+def _outbox_row(store: Store, target: str) -> Row:
     [row] = [r for r in _outbox(store) if r["target"] == target]
     return row
 
@@ -212,14 +213,13 @@ def test_only_targets_that_opted_into_the_event_receive_it(
 
 def test_results_are_taken_before_new_triggers(dispatching_relay: InProcessRelay) -> None:
     from relay.outbox import enqueue
-    from relay.worker import Worker
 
     done: list[str] = []
     worker = Worker(
         dispatching_relay.state,
         handlers={
-            "dispatch": lambda job: done.append(job.kind),  # type: ignore[func-returns-value]
-            "hud": lambda job: done.append(job.kind),  # type: ignore[func-returns-value]
+            "dispatch": lambda job: done.append(job.kind),
+            "hud": lambda job: done.append(job.kind),
         },
     )
     with dispatching_relay.state.store.transaction() as tx:

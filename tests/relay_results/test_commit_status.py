@@ -28,7 +28,7 @@ def test_commit_statuses_follow_state_changes_only(
             loop.drain()
     assert [s["state"] for s in results_api.statuses] == ["pending", "failure"]
     assert results_api.check_runs == []
-    for status in results_api.statuses:
-        assert len(status["description"]) == 140 and status["description"].endswith("\u2026")
-        assert status["context"].startswith("crcr/acme/l4/spyre-ci/test ")
-        assert status["sha"] == "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+    for posted in results_api.statuses:
+        assert len(posted["description"]) == 140 and posted["description"].endswith("\u2026")
+        assert posted["context"].startswith("crcr/acme/l4/spyre-ci/test ")
+        assert posted["sha"] == "ec26c3e57ca3a959ca5aad62de7213c562f8c821"

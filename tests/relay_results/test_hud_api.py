@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.fake_github import FakeGitHub
@@ -21,14 +23,14 @@ def record(status: str = "completed", repo: str = "acme/l2") -> dict:
 
 
 @pytest.fixture
-def loop(tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer):
+def loop(tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer) -> Iterator[ResultsLoop]:
     with ResultsLoop(
         tmp_path, github, oidc, callbacks={"hud_api_keys": ["k-new", "k-old"]}
     ) as running:
         yield running
 
 
-def _post(loop: ResultsLoop, body: object, key: str | None = "k-old"):
+def _post(loop: ResultsLoop, body: object, key: str | None = "k-old") -> httpx.Response:
     headers = {"x-hud-internal-bot": key} if key else {}
     return loop.http.post(f"{loop.url}/api/crcr/results", json=body, headers=headers)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ def _statuses(results_api: FakeResultsAPI) -> list[str]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def loop(request: pytest.FixtureRequest, tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer):
+def loop(
+    request: pytest.FixtureRequest, tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
+) -> Iterator[ResultsLoop]:
     """Both dialects: PostgreSQL takes row locks between a callback and a label backfill."""
     store_url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
     with ResultsLoop(tmp_path, github, oidc, store_url=store_url) as running:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from relay.clock import ManualClock, SystemClock
+from relay.clock import Clock, ManualClock, SystemClock
 from relay.jwks import http_get_json
 from relay.oidc import (
     BuildkitePipeline,
@@ -30,7 +30,12 @@ def buildkite() -> Iterator[FakeOidcIssuer]:
         yield issuer
 
 
-def _verifier(github: FakeOidcIssuer, buildkite: FakeOidcIssuer, **kw: object) -> OidcVerifier:
+def _verifier(
+    github: FakeOidcIssuer,
+    buildkite: FakeOidcIssuer,
+    clock: Clock | None = None,
+    **timing: float,
+) -> OidcVerifier:
     issuers = [
         OidcIssuer(kind="github_actions", issuer=github.url),
         OidcIssuer(
@@ -44,17 +49,18 @@ def _verifier(github: FakeOidcIssuer, buildkite: FakeOidcIssuer, **kw: object) -
             ],
         ),
     ]
-    clock = kw.pop("clock", SystemClock())
     return OidcVerifier(
         issuers,
         "pytorch-cross-repo-ci-relay",
         http_get_json,
-        clock,
-        **kw,  # type: ignore[arg-type]
+        SystemClock() if clock is None else clock,
+        **timing,
     )
 
 
-def test_github_actions_identity_is_the_repository_claim(github, buildkite) -> None:
+def test_github_actions_identity_is_the_repository_claim(
+    github: FakeOidcIssuer, buildkite: FakeOidcIssuer
+) -> None:
     identity = _verifier(github, buildkite).verify(
         "Bearer " + github.github_actions_token("acme/downstream")
     )
@@ -62,18 +68,24 @@ def test_github_actions_identity_is_the_repository_claim(github, buildkite) -> N
     assert identity.issuer_kind == "github_actions"
 
 
-def test_buildkite_identity_comes_from_the_pipeline_mapping(github, buildkite) -> None:
+def test_buildkite_identity_comes_from_the_pipeline_mapping(
+    github: FakeOidcIssuer, buildkite: FakeOidcIssuer
+) -> None:
     token = buildkite.buildkite_token(organization_id="org-1", pipeline_id="pipe-1")
     assert _verifier(github, buildkite).verify(f"Bearer {token}").repository == "acme/bk-downstream"
 
 
-def test_buildkite_pipeline_not_in_the_mapping_is_forbidden(github, buildkite) -> None:
+def test_buildkite_pipeline_not_in_the_mapping_is_forbidden(
+    github: FakeOidcIssuer, buildkite: FakeOidcIssuer
+) -> None:
     token = buildkite.buildkite_token(organization_id="org-1", pipeline_id="pipe-2")
     with pytest.raises(Forbidden, match="no configured pipeline"):
         _verifier(github, buildkite).verify(f"Bearer {token}")
 
 
-def test_github_token_without_repository_claim_is_forbidden(github, buildkite) -> None:
+def test_github_token_without_repository_claim_is_forbidden(
+    github: FakeOidcIssuer, buildkite: FakeOidcIssuer
+) -> None:
     with pytest.raises(Forbidden, match="repository"):
         _verifier(github, buildkite).verify("Bearer " + github.token({"sub": "x"}))
 
@@ -96,7 +108,12 @@ def test_github_token_without_repository_claim_is_forbidden(github, buildkite) -
     ],
     ids=["missing", "scheme", "garbage", "expired", "audience", "issuer", "hs256", "kid", "forged"],
 )
-def test_unacceptable_tokens_are_unauthenticated(github, buildkite, make_header, message) -> None:
+def test_unacceptable_tokens_are_unauthenticated(
+    github: FakeOidcIssuer,
+    buildkite: FakeOidcIssuer,
+    make_header: Callable[[FakeOidcIssuer], str | None],
+    message: str,
+) -> None:
     with pytest.raises(Unauthenticated, match=message):
         _verifier(github, buildkite).verify(make_header(github))
 
@@ -141,7 +158,7 @@ def test_retired_key_stops_verifying_after_the_cache_expires() -> None:
             verifier.verify(f"Bearer {old}")
 
 
-def test_actions_token_request_protocol(github, buildkite) -> None:
+def test_actions_token_request_protocol(github: FakeOidcIssuer, buildkite: FakeOidcIssuer) -> None:
     import requests
 
     env = github.actions_env("acme/downstream")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -51,7 +51,11 @@ def test_missing_bearer_token_is_401(loop: ResultsLoop, delivery: str) -> None:
     ids=["audience", "expired", "forged", "no-identity"],
 )
 def test_identity_failures(
-    loop: ResultsLoop, delivery: str, mint, status: int, message: str
+    loop: ResultsLoop,
+    delivery: str,
+    mint: Callable[[FakeOidcIssuer], str],
+    status: int,
+    message: str,
 ) -> None:
     answer = loop.callback(
         "acme/l2", loop.client_payload(delivery, "acme/l2"), token=mint(loop.oidc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ def _report(loop: ResultsLoop, delivery: str, repo: str, run_id: int, job: str) 
 
 
 @pytest.fixture
-def loop(tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer):
+def loop(tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer) -> Iterator[ResultsLoop]:
     with ResultsLoop(tmp_path, github, oidc) as running:
         delivery = running.webhook("pull_request.opened")
         running.drain()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from relay.callbacks.state_machine import (
     Accepted,
+    JobState,
     Rejected,
     Repeat,
     Report,
@@ -15,12 +18,15 @@ DISPATCHED = 1000.0
 
 
 def _report(
-    status: str, digest: str, check_run_id: str | None = "7", conclusion: str | None = None
-):
-    return Report(status, conclusion, check_run_id, digest)  # type: ignore[arg-type]
+    status: Literal["in_progress", "completed"],
+    digest: str,
+    check_run_id: str | None = "7",
+    conclusion: str | None = None,
+) -> Report:
+    return Report(status, conclusion, check_run_id, digest)
 
 
-def _started(at: float = 1100.0):
+def _started(at: float = 1100.0) -> JobState:
     outcome = advance(None, _report("in_progress", "p1"), DISPATCHED, at)
     assert isinstance(outcome, Accepted)
     return outcome.state

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -15,7 +16,7 @@ from tests.support.relay_server import RelayServer, fixture_body, post_webhook, 
 from tests.support.results_loop import ALLOWLIST, fixture_payload, workflow_report
 
 
-def _wait_for(condition, timeout: float = 15.0) -> None:
+def _wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
     deadline = time.time() + timeout
     while not condition():
         assert time.time() < deadline, "timed out waiting for the relay"

@@ -80,10 +80,10 @@ def test_a_cached_release_is_mirrored_as_one_reproducible_commit(tmp_path: Path)
         "cf30153c4c131c8164ee7798e5022d810682e2cb",
     )
     files = sorted(
-        i.path
+        str(i.path)
         for i in git.Repo(tmp_path / "a" / "mirror").commit(revision.sha).tree.traverse()
-        if i.type == "blob"
-    )  # type: ignore[union-attr]
+        if isinstance(i, git.Blob)
+    )
     assert files == [
         "SPYRE_CI_MIRROR",
         "torch/testing/_internal/common_dtype.py",

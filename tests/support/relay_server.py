@@ -17,13 +17,16 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import yaml
 
 from relay.webhook.signature import sign
 from tests.support.served import UvicornThread, free_port
+
+if TYPE_CHECKING:
+    from relay.worker import Worker
 
 TEST_SECRET = "test-webhook-secret"
 FIXTURES = Path(
@@ -205,7 +208,7 @@ class InProcessRelay:
         self._served.start()
         return self
 
-    def worker(self, **kwargs: Any) -> Any:
+    def worker(self, **kwargs: Any) -> Worker:
         from relay.worker import Worker
 
         return Worker(self.state, **kwargs)

@@ -11,6 +11,7 @@ repository (same names under tests/configs/ there):
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -132,35 +133,43 @@ def test_op_sample_inputs_keep_plain_kwargs_as_written() -> None:
     assert to.sample_inputs_func.kwargs == {"device": "cuda:0", "dtype": "torch.bool"}
 
 
+def with_module_item(item: str) -> str:
+    """A manifest whose one test entry includes the module `item` (YAML, as `- name: …`)."""
+    return (
+        "test_suite_config:\n"
+        "  files:\n"
+        "    - path: ${TORCH_DEVICE_ROOT}/tests/test_modules_custom.py\n"
+        "      tests:\n"
+        "        - names: [TestModuleCustom::test_forward]\n"
+        "          edits:\n"
+        "            modules:\n"
+        "              include:\n" + textwrap.indent(textwrap.dedent(item).strip("\n"), " " * 16)
+    )
+
+
 def test_config_and_module_arguments_are_told_apart() -> None:
-    text = """\
-test_suite_config:
-  files:
-    - path: ${TORCH_DEVICE_ROOT}/tests/test_modules_custom.py
-      tests:
-        - names: [TestModuleCustom::test_forward]
-          edits:
-            modules:
-              include:
-                - name: Attn
-                  apply_device_layout: true
-                  constructor_inputs:
-                    args:
-                      - model_id: ibm-granite/granite-3.3-8b-instruct
-                        config_overrides: {_attn_implementation: sdpa}
-                      - module_path: a.b.Inner
-                        config_path: a.b.Config
-                        module_kwargs: {layer_idx: 0}
-                  forward_inputs:
-                    args: []
-                    kwargs:
-                      past_key_values:
-                        cache:
-                          cache_path: transformers.cache_utils.StaticCache
-                          layer_idx: 0
-                          key: {shape: [1, 8, 4, 128], dtype: float16}
-                          value: {shape: [1, 8, 4, 128], dtype: float16}
-"""
+    text = with_module_item(
+        """
+        - name: Attn
+          apply_device_layout: true
+          constructor_inputs:
+            args:
+              - model_id: ibm-granite/granite-3.3-8b-instruct
+                config_overrides: {_attn_implementation: sdpa}
+              - module_path: a.b.Inner
+                config_path: a.b.Config
+                module_kwargs: {layer_idx: 0}
+          forward_inputs:
+            args: []
+            kwargs:
+              past_key_values:
+                cache:
+                  cache_path: transformers.cache_utils.StaticCache
+                  layer_idx: 0
+                  key: {shape: [1, 8, 4, 128], dtype: float16}
+                  value: {shape: [1, 8, 4, 128], dtype: float16}
+        """
+    )
     module = manifest_from_text(text).suite.files[0].tests[0].edits.modules.include[0]
     assert module.apply_device_layout
     assert module.constructor_inputs is not None
@@ -227,17 +236,11 @@ def test_bad_input_specs_are_errors_with_their_position(arg: str, expected: str)
 
 
 def test_unknown_keys_stay_errors_on_module_items() -> None:
-    text = """\
-test_suite_config:
-  files:
-    - path: ${TORCH_ROOT}/test/test_modules.py
-      tests:
-        - names: [TestModule::test_forward]
-          edits:
-            modules:
-              include:
-                - name: torch.nn.Linear
-                  forward_input: {args: []}
-"""
+    text = with_module_item(
+        """
+        - name: torch.nn.Linear
+          forward_input: {args: []}
+        """
+    )
     with pytest.raises(ManifestError, match="forward_input: unknown key 'forward_input'"):
         manifest_from_text(text, "m.yaml")

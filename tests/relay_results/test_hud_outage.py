@@ -14,6 +14,21 @@ REPOS = ("acme/l2", "acme/l3", "acme/l4")
 JOBS = ("test (1/3)", "test (2/3)", "test (3/3)")
 
 
+def _loop_with_hud(
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, hud: FakeHud
+) -> ResultsLoop:
+    return ResultsLoop(tmp_path, github, oidc, callbacks={"hud_url": hud.url, "hud_key": "hud-key"})
+
+
+def _report_while_the_hud_is_down(loop: ResultsLoop, hud: FakeHud) -> str:
+    """Dispatch a PR, take the HUD down, report every job of it; return the delivery."""
+    delivery = loop.webhook("pull_request.opened")
+    loop.drain()
+    hud.down = True
+    _report_everything(loop, delivery)
+    return delivery
+
+
 def _report_everything(loop: ResultsLoop, delivery: str) -> None:
     for repo in REPOS:
         payload = loop.client_payload(delivery, repo)
@@ -30,12 +45,8 @@ def _expected_keys(delivery: str) -> set[str]:
 def test_rows_arrive_after_the_hud_recovers(
     tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, hud: FakeHud
 ) -> None:
-    callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
-    with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
-        delivery = loop.webhook("pull_request.opened")
-        loop.drain()
-        hud.down = True
-        _report_everything(loop, delivery)
+    with _loop_with_hud(tmp_path, github, oidc, hud) as loop:
+        delivery = _report_while_the_hud_is_down(loop, hud)
         for _ in range(3):  # three rounds of failed attempts while the HUD is down
             loop.drain()
             loop.clock.advance(10)
@@ -54,12 +65,8 @@ def test_rows_arrive_after_the_hud_recovers(
 def test_a_long_outage_dead_letters_and_requeue_delivers(
     tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, hud: FakeHud
 ) -> None:
-    callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
-    with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
-        delivery = loop.webhook("pull_request.opened")
-        loop.drain()
-        hud.down = True
-        _report_everything(loop, delivery)
+    with _loop_with_hud(tmp_path, github, oidc, hud) as loop:
+        delivery = _report_while_the_hud_is_down(loop, hud)
         for _ in range(8):  # beyond max_attempts (5): every forward gives up
             loop.drain()
             loop.clock.advance(600)

@@ -24,13 +24,15 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+def write_one_file(tmp_path: Path, name: str, path: str, more: str = "") -> Path:
+    """Write a manifest whose one file entry is `path` (on line 3); `more` follows as written:
+    further keys of that entry or of test_suite_config."""
+    return write(tmp_path, name, f"test_suite_config:\n  files:\n    - path: {path}\n{more}")
+
+
 def test_validate_reports_file_line_field_and_exits_non_zero(tmp_path: Path) -> None:
-    good = write(
-        tmp_path, "good.yaml", "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/a.py\n"
-    )
-    bad = write(
-        tmp_path, "bad.yaml", "test_suite_config:\n  files:\n    - path: a.py\n      tset: []\n"
-    )
+    good = write_one_file(tmp_path, "good.yaml", "${TORCH_ROOT}/test/a.py")
+    bad = write_one_file(tmp_path, "bad.yaml", "a.py", "      tset: []\n")
     code, out, err = invoke("manifest", "validate", str(good), str(bad))
     assert code == 1
     assert f"ok: {good} (1 file(s), 0 test entries)" in out
@@ -135,27 +137,19 @@ test_suite_config:
 
 
 def test_merge_prints_the_merged_manifest_and_fails_on_conflicts(tmp_path: Path) -> None:
-    a = write(
-        tmp_path,
-        "a.yaml",
-        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/a.py\n  global:\n    supported_ops: [add]\n",
+    a = write_one_file(
+        tmp_path, "a.yaml", "${TORCH_ROOT}/test/a.py", "  global:\n    supported_ops: [add]\n"
     )
-    b = write(
-        tmp_path,
-        "b.yaml",
-        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/b.py\n  global:\n    supported_ops: [mul]\n",
+    b = write_one_file(
+        tmp_path, "b.yaml", "${TORCH_ROOT}/test/b.py", "  global:\n    supported_ops: [mul]\n"
     )
     code, out, _ = invoke("manifest", "merge", str(a), str(b))
     assert code == 0
     merged = write(tmp_path, "merged.yaml", out)
     assert invoke("manifest", "validate", str(merged))[0] == 0
     assert "- add\n" in out.replace("name: ", "") or "name: add" in out
-    c = write(
-        tmp_path, "c.yaml", "test_suite_config:\n  files:\n    - path: a.py\n      owner: x\n"
-    )
-    d = write(
-        tmp_path, "d.yaml", "test_suite_config:\n  files:\n    - path: a.py\n      owner: y\n"
-    )
+    c = write_one_file(tmp_path, "c.yaml", "a.py", "      owner: x\n")
+    d = write_one_file(tmp_path, "d.yaml", "a.py", "      owner: y\n")
     code, _, err = invoke("manifest", "merge", str(c), str(d))
     assert code == 1
     assert f"{d}:4:7: test_suite_config.files[0].owner: conflicting owner: 'x' vs 'y'" in err

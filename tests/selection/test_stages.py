@@ -16,6 +16,11 @@ NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
 ADD_SKIPS = 'DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="mps"),'
 
 
+def change_mul_samples(upstream: UpstreamRepo) -> str:
+    """Commit a changed tensor size in `sample_inputs_mul`; return the new head."""
+    return upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+
+
 def add_decorator(upstream: UpstreamRepo, decorator: str) -> str:
     """Commit `decorator` into the skips of the OpInfo 'add'; return the new head."""
     return upstream.change(DB, ADD_SKIPS, f"{ADD_SKIPS}\n            {decorator},")
@@ -100,7 +105,7 @@ def test_a_dtype_list_change_maps_only_the_added_dtypes(
 def test_sample_function_change_maps_to_every_instance_of_that_op_then_scope_drops_float64(
     upstream: UpstreamRepo, select: Select
 ) -> None:
-    head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+    head = change_mul_samples(upstream)
     state = select(head)
     assert [c.qualname for c in state.changes.symbols] == ["sample_inputs_mul"]  # type: ignore[union-attr]
     mapped = {c.instance.name for c in state.mapped.candidates.values()}  # type: ignore[union-attr]
@@ -256,7 +261,7 @@ def test_unparseable_file_widens_its_dependents_and_is_reported(
 def test_disabled_scope_keeps_what_the_manifest_would_drop(
     upstream: UpstreamRepo, select: Select
 ) -> None:
-    head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+    head = change_mul_samples(upstream)
     state = select(head, disabled=["scope"])
     scope = next(r for r in state.reports if r.name == "scope")
     assert scope.enabled is False
@@ -264,7 +269,7 @@ def test_disabled_scope_keeps_what_the_manifest_would_drop(
 
 
 def test_unknown_stage_name_is_bad_input(upstream: UpstreamRepo, select: Select) -> None:
-    head = upstream.change(DB, "torch.ones(4, device=device", "torch.ones(6, device=device")
+    head = change_mul_samples(upstream)
     with pytest.raises(BadInput, match="unknown stage 'mapp'"):
         select(head, disabled=["mapp"])
 

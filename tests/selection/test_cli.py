@@ -13,7 +13,7 @@ import yaml
 from selection.errors import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_FETCH, EXIT_SELECTED
 from test_manifests import TestInstance, load_manifest, manifest_from_text, resolve
 from test_manifests.merge import merge_manifests
-from tests.support.select_cli import range_args, run_select
+from tests.support.select_cli import mode_args, range_args, run_select
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
@@ -119,18 +119,7 @@ def test_pr_mode_uses_the_pull_request_ref(
     upstream.repo.git.update_ref("refs/pull/7/head", canary_head)
     out = tmp_path / "pr"
     code, _, _ = run_select(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--pr",
-            "7",
-            "--base",
-            upstream.base,
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(out),
-        ],
+        mode_args(upstream, ["--pr", "7", "--base", upstream.base], manifest, out),
         tmp_path / "cache",
     )
     assert code == EXIT_SELECTED
@@ -148,18 +137,7 @@ def test_diff_mode_applies_a_patch_onto_the_base(
     patch.write_text(upstream.repo.git.diff(upstream.base, head) + "\n")
     out = tmp_path / "diff"
     code, _, _ = run_select(
-        [
-            "--pytorch-repo",
-            str(upstream.path),
-            "--from",
-            upstream.base,
-            "--diff",
-            str(patch),
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(out),
-        ],
+        mode_args(upstream, ["--from", upstream.base, "--diff", str(patch)], manifest, out),
         tmp_path / "cache",
     )
     assert code == EXIT_SELECTED

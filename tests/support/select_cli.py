@@ -18,13 +18,16 @@ def run_select(args: list[str], cache: Path) -> tuple[int, str, str]:
 
 def range_args(upstream: UpstreamRepo, head: str, manifest: Path, out: Path) -> list[str]:
     """Commit-range mode: the upstream fixture's base to `head`, one manifest, `out`."""
+    return mode_args(upstream, ["--from", upstream.base, "--to", head], manifest, out)
+
+
+def mode_args(upstream: UpstreamRepo, mode: list[str], manifest: Path, out: Path) -> list[str]:
+    """The upstream fixture's clone, the `mode` options (range, --pr, --diff), one manifest,
+    `out`."""
     return [
         "--pytorch-repo",
         str(upstream.path),
-        "--from",
-        upstream.base,
-        "--to",
-        head,
+        *mode,
         "--manifest",
         str(manifest),
         "--out",

@@ -30,6 +30,30 @@ def spyre_ci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def spyre_ci_test(
+    *manifests: str,
+    src: Path | str,
+    cwd: Path,
+    options: tuple[str, ...] = (),
+    pytest_args: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:
+    """`spyre-ci test` with `manifests`, the upstream tree `src` and further `options`; pytest
+    gets `-p no:cacheprovider` and `pytest_args`."""
+    manifest_args = [arg for manifest in manifests for arg in ("--manifest", manifest)]
+    return spyre_ci(
+        "test",
+        *manifest_args,
+        "--pytorch-src",
+        str(src),
+        *options,
+        "--",
+        "-p",
+        "no:cacheprovider",
+        *pytest_args,
+        cwd=cwd,
+    )
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     (tmp_path / "test").mkdir()
@@ -56,18 +80,7 @@ def tree(tmp_path: Path) -> Path:
 
 def test_one_command_runs_the_manifest_with_junit_marks(tree: Path) -> None:
     junit = tree / "out.xml"
-    result = spyre_ci(
-        "test",
-        "--manifest",
-        "m.yaml",
-        "--pytorch-src",
-        str(tree),
-        "--",
-        "-p",
-        "no:cacheprovider",
-        f"--junitxml={junit}",
-        cwd=tree,
-    )
+    result = spyre_ci_test("m.yaml", src=tree, cwd=tree, pytest_args=(f"--junitxml={junit}",))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed, 1 xfailed" in result.stdout
     names = {c.get("name") for c in ET.parse(junit).getroot().iter("testcase")}
@@ -91,21 +104,12 @@ def test_a_selection_shard_runs_exactly_its_ids_with_the_overlay(tree: Path) -> 
         "          mode: mandatory_success\n          labels: [selected]\n"
     )
     junit = tree / "shard.xml"
-    result = spyre_ci(
-        "test",
-        "--manifest",
+    result = spyre_ci_test(
         "m.yaml",
-        "--pytorch-src",
-        str(tree),
-        "--selection",
-        str(selection),
-        "--shard",
-        "2",
-        "--",
-        "-p",
-        "no:cacheprovider",
-        f"--junitxml={junit}",
+        src=tree,
         cwd=tree,
+        options=("--selection", str(selection), "--shard", "2"),
+        pytest_args=(f"--junitxml={junit}",),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
@@ -119,17 +123,7 @@ def test_zero_selected_tests_fail_before_anything_runs(tree: Path) -> None:
     (tree / "none.yaml").write_text(
         "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_ops_like.py\n"
     )
-    result = spyre_ci(
-        "test",
-        "--manifest",
-        "none.yaml",
-        "--pytorch-src",
-        str(tree),
-        "--",
-        "-p",
-        "no:cacheprovider",
-        cwd=tree,
-    )
+    result = spyre_ci_test("none.yaml", src=tree, cwd=tree)
     assert result.returncode == pytest.ExitCode.USAGE_ERROR
     assert "selects zero tests" in result.stderr
     assert "passed" not in result.stdout
@@ -198,18 +192,7 @@ def test_subprocesses_of_upstream_tests_apply_the_manifest(tmp_path: Path) -> No
             """
         )
     )
-    result = spyre_ci(
-        "test",
-        "--manifest",
-        "m.yaml",
-        "--pytorch-src",
-        str(tmp_path),
-        "--",
-        "-p",
-        "no:cacheprovider",
-        "-s",
-        cwd=tmp_path,
-    )
+    result = spyre_ci_test("m.yaml", src=tmp_path, cwd=tmp_path, pytest_args=("-s",))
     assert result.returncode == 0, result.stdout + result.stderr
     # The child generated exactly what the manifest runs: for the spyre device only, the
     # listed test only, the float32 variant only (float16 is above the dtype ceiling).
@@ -229,19 +212,12 @@ def test_a_real_upstream_file_runs_from_the_pytorch_source_tree(
             "no PyTorch source tree: pass --pytorch-src DIR or set SPYRE_CI_PYTORCH_SRC (e.g. from `apt-get source pytorch`)"
         )
     junit = tmp_path / "upstream.xml"
-    result = spyre_ci(
-        "test",
-        "--manifest",
+    result = spyre_ci_test(
         str(SHIPPED_DIR / "test_view_ops.yaml"),
-        "--manifest",
         str(SHIPPED_DIR / "spyre_device.yaml"),
-        "--pytorch-src",
-        src,
-        "--",
-        "-p",
-        "no:cacheprovider",
-        f"--junitxml={junit}",
+        src=src,
         cwd=tmp_path,
+        pytest_args=(f"--junitxml={junit}",),
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     cases = {c.attrib["name"]: c for c in ET.parse(junit).getroot().iter("testcase")}

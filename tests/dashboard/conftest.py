@@ -14,7 +14,7 @@ from relay.store import Store, open_store
 from tests.dashboard.seeding import ALLOWLIST, Seeded, seed
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_oidc import FakeOidcIssuer
-from tests.support.relay_server import RelayServer, write_relay_config
+from tests.support.relay_server import RelayServer, served_relay_config
 
 CHROMIUM = os.environ.get("SPYRE_CI_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -50,20 +50,13 @@ def store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture(scope="session")
 def seeded_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededRelay]:
     directory = tmp_path_factory.mktemp("dashboard-relay")
-    allowlist = directory / "allowlist.yml"
-    allowlist.write_text(ALLOWLIST, encoding="utf-8")
     with FakeOidcIssuer() as issuer, FakeGitHub() as github:
-        config = write_relay_config(
+        config = served_relay_config(
             directory,
-            allowlist={"source": str(allowlist)},
-            github={"api_url": github.url, "token": "test-token", "min_write_interval_seconds": 0},
-            worker={"poll_interval_seconds": 0.05},
-            extra={
-                "callbacks": {
-                    "oidc_issuers": [{"kind": "github_actions", "issuer": issuer.url}],
-                    "status_reporting": "none",
-                }
-            },
+            ALLOWLIST,
+            github_url=github.url,
+            oidc_url=issuer.url,
+            callbacks={"status_reporting": "none"},
         )
         with RelayServer(config, with_worker=True) as server:
             try:

@@ -27,7 +27,7 @@ from tests.e2e.harness import HostedRun, WorkflowHost, wait_until
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_results import FakeResultsAPI
 from tests.support.fake_oidc import FakeOidcIssuer
-from tests.support.relay_server import RelayServer, free_port, post_webhook, write_relay_config
+from tests.support.relay_server import RelayServer, free_port, post_webhook, served_relay_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -68,18 +68,16 @@ def _labelled(event_path: Path) -> bytes:
 def loop(tmp_path: Path) -> Iterator[Loop]:
     demo = build_demo_upstream(tmp_path / "demo", repo_name=UPSTREAM)
     results = FakeResultsAPI()
-    allowlist = tmp_path / "allowlist.yml"
-    allowlist.write_text(f"L3:\n  spyre:\n    {BACKEND}: [spyre-oncall]\n")
     with FakeOidcIssuer() as oidc, FakeGitHub(routers=(results.router,)) as github:
         port = free_port()
-        config = write_relay_config(
+        config = served_relay_config(
             tmp_path,
+            f"L3:\n  spyre:\n    {BACKEND}: [spyre-oncall]\n",
+            github_url=github.url,
+            oidc_url=oidc.url,
+            poll_interval_seconds=0.1,
             upstream_repo=UPSTREAM,
             public_url=f"http://127.0.0.1:{port}",
-            allowlist={"source": str(allowlist)},
-            github={"api_url": github.url, "token": "test-token", "min_write_interval_seconds": 0},
-            worker={"poll_interval_seconds": 0.1},
-            extra={"callbacks": {"oidc_issuers": [{"kind": "github_actions", "issuer": oidc.url}]}},
         )
         with (
             RelayServer(config, with_worker=True, port=port, log_dir=tmp_path) as relay,

@@ -12,7 +12,7 @@ from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_results import FakeResultsAPI
 from tests.support.fake_hud import FakeHud
 from tests.support.fake_oidc import FakeOidcIssuer
-from tests.support.relay_server import RelayServer, fixture_body, post_webhook, write_relay_config
+from tests.support.relay_server import RelayServer, fixture_body, post_webhook, served_relay_config
 from tests.support.results_loop import ALLOWLIST, fixture_payload, workflow_report
 
 
@@ -30,20 +30,12 @@ def test_served_relay_with_worker_runs_the_whole_loop(
     oidc: FakeOidcIssuer,
     hud: FakeHud,
 ) -> None:
-    allowlist = tmp_path / "allowlist.yml"
-    allowlist.write_text(ALLOWLIST)
-    config = write_relay_config(
+    config = served_relay_config(
         tmp_path,
-        allowlist={"source": str(allowlist)},
-        github={"api_url": github.url, "token": "test-token", "min_write_interval_seconds": 0},
-        worker={"poll_interval_seconds": 0.05},
-        extra={
-            "callbacks": {
-                "oidc_issuers": [{"kind": "github_actions", "issuer": oidc.url}],
-                "hud_url": hud.url,
-                "hud_key": "hud-key",
-            }
-        },
+        ALLOWLIST,
+        github_url=github.url,
+        oidc_url=oidc.url,
+        callbacks={"hud_url": hud.url, "hud_key": "hud-key"},
     )
     with RelayServer(config, with_worker=True) as relay:
         assert (

@@ -16,9 +16,7 @@ def test_commit_statuses_follow_state_changes_only(
     long_job = "test " + "x" * 250
     callbacks = {"status_reporting": "commit_statuses"}
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
-        delivery = loop.webhook("pull_request.opened")
-        loop.drain()
-        payload = loop.client_payload(delivery, "acme/l4")
+        payload = loop.open_pr("acme/l4")
         for status in ("in_progress", "in_progress", "completed", "completed"):
             conclusion = None if status == "in_progress" else "failure"
             answer = loop.callback(

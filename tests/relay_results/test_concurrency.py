@@ -45,9 +45,7 @@ def test_racing_first_callbacks_of_one_job_are_decided_once(
 ) -> None:
     store_url = request.getfixturevalue("postgres_url") if store_kind == "postgres" else None
     with ResultsLoop(tmp_path, github, oidc, store_url=store_url) as loop:
-        delivery = loop.webhook("pull_request.opened")
-        loop.drain()
-        payload = loop.client_payload(delivery, "acme/l2")
+        payload = loop.open_pr("acme/l2")
         # Eight different in_progress reports for the same job (a replay race) ...
         racing = [
             {

@@ -107,9 +107,7 @@ def test_a_job_without_check_run_id_reports_under_the_actions_fallback(
 
 
 def test_a_numeric_check_run_id_sent_as_text_keys_the_job(loop: ResultsLoop) -> None:
-    delivery = loop.webhook("pull_request.opened")
-    loop.drain()
-    payload = loop.client_payload(delivery, "acme/l2")
+    payload = loop.open_pr("acme/l2")
     assert _send(loop, action_body(payload, "in_progress", check_run_id="9001")).status_code == 200
     [job] = loop.rows("SELECT check_run_id, check_run_ref FROM job_runs")
     assert job == {"check_run_id": 9001, "check_run_ref": "9001"}
@@ -125,9 +123,7 @@ def test_a_numeric_check_run_id_sent_as_text_keys_the_job(loop: ResultsLoop) -> 
 
 
 def test_a_retried_action_callback_is_a_repeat_not_a_conflict(loop: ResultsLoop) -> None:
-    delivery = loop.webhook("pull_request.opened")
-    loop.drain()
-    body = action_body(loop.client_payload(delivery, "acme/l2"), "in_progress")
+    body = action_body(loop.open_pr("acme/l2"), "in_progress")
     first, again = _send(loop, body), _send(loop, body)
     assert (first.status_code, again.status_code) == (200, 200)
     assert again.json() == first.json()

@@ -20,9 +20,7 @@ def test_identical_repeats_get_the_same_answer_and_no_second_effect(
 ) -> None:
     callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
-        delivery = loop.webhook("pull_request.opened")
-        loop.drain()
-        payload = loop.client_payload(delivery, "acme/l4")
+        payload = loop.open_pr("acme/l4")
         loop.clock.advance(40)
         first = loop.callback("acme/l4", payload, status="in_progress")
         loop.clock.advance(5)
@@ -50,9 +48,7 @@ def test_replayed_callback_with_other_content_is_rejected(
     tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
 ) -> None:
     with ResultsLoop(tmp_path, github, oidc) as loop:
-        delivery = loop.webhook("pull_request.opened")
-        loop.drain()
-        payload = loop.client_payload(delivery, "acme/l2")
+        payload = loop.open_pr("acme/l2")
         assert loop.callback("acme/l2", payload, status="in_progress").status_code == 200
         assert (
             loop.callback("acme/l2", payload, status="completed", conclusion="failure").status_code

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,13 +20,6 @@ def _label_event(loop: ResultsLoop, label: str) -> None:
     payload["label"] = {"name": label}
     loop.webhook("pull_request.labeled", payload)
     loop.drain()
-
-
-def _l3_payload(loop: ResultsLoop, pr: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Open a PR (`pr`, or the plain fixture) and return the client payload L3 is dispatched."""
-    delivery = loop.webhook("pull_request.opened", pr)
-    loop.drain()
-    return loop.client_payload(delivery, "acme/l3")
 
 
 def _statuses(results_api: FakeResultsAPI) -> list[str]:
@@ -47,7 +39,7 @@ def loop(
 def test_without_the_label_an_l3_job_gets_no_check_run(
     loop: ResultsLoop, results_api: FakeResultsAPI
 ) -> None:
-    payload = _l3_payload(loop)
+    payload = loop.open_pr("acme/l3")
     loop.callback("acme/l3", payload, status="in_progress")
     loop.callback("acme/l3", payload, status="completed")
     _label_event(loop, "ciflow/crcr/other-device")
@@ -57,7 +49,7 @@ def test_without_the_label_an_l3_job_gets_no_check_run(
 def test_label_added_while_the_job_runs_backfills_and_follows(
     loop: ResultsLoop, results_api: FakeResultsAPI
 ) -> None:
-    payload = _l3_payload(loop)
+    payload = loop.open_pr("acme/l3")
     assert loop.callback("acme/l3", payload, status="in_progress").status_code == 200
     loop.drain()
     assert _statuses(results_api) == []
@@ -71,7 +63,7 @@ def test_label_added_while_the_job_runs_backfills_and_follows(
 def test_label_added_after_the_job_finished_creates_the_final_check_run(
     loop: ResultsLoop, results_api: FakeResultsAPI
 ) -> None:
-    payload = _l3_payload(loop)
+    payload = loop.open_pr("acme/l3")
     loop.callback("acme/l3", payload, status="in_progress")
     loop.callback("acme/l3", payload, status="completed", conclusion="failure")
     loop.drain()
@@ -85,7 +77,7 @@ def test_label_present_at_dispatch_reports_every_state(
     loop: ResultsLoop, results_api: FakeResultsAPI
 ) -> None:
     pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
-    payload = _l3_payload(loop, pr)
+    payload = loop.open_pr("acme/l3", pr)
     loop.callback("acme/l3", payload, status="in_progress")
     loop.drain()
     loop.callback("acme/l3", payload, status="completed")

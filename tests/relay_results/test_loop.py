@@ -168,9 +168,7 @@ def test_a_buildkite_pipeline_reports_for_its_mapped_repository(
             {"kind": "buildkite", "issuer": buildkite.url, "pipelines": [pipeline]},
         ]
         with ResultsLoop(tmp_path, github, oidc, callbacks={"oidc_issuers": issuers}) as loop:
-            delivery = loop.webhook("pull_request.opened")
-            loop.drain()
-            payload = loop.client_payload(delivery, "acme/l2")
+            payload = loop.open_pr("acme/l2")
             now = loop.clock.now()
             mapped = buildkite.buildkite_token(
                 organization_id="o-1", pipeline_id="p-1", issued_at=now

@@ -21,9 +21,7 @@ def test_sweep_times_out_a_job_stuck_since_yesterday(
     store_url = f"sqlite:///{tmp_path / 'relay.db'}"
     yesterday = time.time() - 86400
     with ResultsLoop(tmp_path, github, oidc, store_url=store_url, clock_start=yesterday) as loop:
-        delivery = loop.webhook("pull_request.opened")
-        loop.drain()
-        payload = loop.client_payload(delivery, "acme/l2")
+        payload = loop.open_pr("acme/l2")
         assert loop.callback("acme/l2", payload, status="in_progress").status_code == 200
     config = tmp_path / "relay.yaml"
     config.write_text(

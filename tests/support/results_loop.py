@@ -9,6 +9,7 @@ timeouts run deterministically.
     loop.webhook("pull_request.opened")            -> delivery id (signed, real endpoint)
     loop.drain()                                    -> runs every ready outbox job
     payload = loop.client_payload(delivery, repo)   -> what GitHub received for that repo
+    payload = loop.open_pr(repo)                    -> the three above in one
     loop.callback(repo, payload, status="in_progress")  -> httpx.Response of /github/callback
 """
 
@@ -153,6 +154,13 @@ class ResultsLoop:
             if not ran:
                 return total
         return total
+
+    def open_pr(self, repo: str, pr: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Deliver pull_request.opened (`pr`, or the shared fixture), run the dispatches and
+        return the client payload `repo` received."""
+        delivery = self.webhook("pull_request.opened", pr)
+        self.drain()
+        return self.client_payload(delivery, repo)
 
     # -- downstream side -------------------------------------------------
     def client_payload(self, delivery_id: str, repo: str) -> dict[str, Any]:

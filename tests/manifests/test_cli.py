@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner
 
 from spyre_ci.cli import cli
@@ -147,7 +148,12 @@ def test_merge_prints_the_merged_manifest_and_fails_on_conflicts(tmp_path: Path)
     assert code == 0
     merged = write(tmp_path, "merged.yaml", out)
     assert invoke("manifest", "validate", str(merged))[0] == 0
-    assert "- add\n" in out.replace("name: ", "") or "name: add" in out
+    suite = yaml.safe_load(out)["test_suite_config"]
+    assert [f["path"] for f in suite["files"]] == [
+        "${TORCH_ROOT}/test/a.py",
+        "${TORCH_ROOT}/test/b.py",
+    ]
+    assert [op["name"] for op in suite["global"]["supported_ops"]] == ["add", "mul"]
     c = write_one_file(tmp_path, "c.yaml", "a.py", "      owner: x\n")
     d = write_one_file(tmp_path, "d.yaml", "a.py", "      owner: y\n")
     code, _, err = invoke("manifest", "merge", str(c), str(d))

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from relay.callback_token import CallbackTokenError, CallbackTokenSigner, TokenBinding
@@ -81,12 +79,6 @@ class CallbackService:
         self.limiter = TokenBucketLimiter(
             self.settings.rate_per_second, self.settings.rate_burst, state.clock
         )
-        # SQLite has one writer at a time and its busy handler sleeps with backoff:
-        # under 50 concurrent reporters that turned into multi-second tails. Queueing
-        # this process's writers on a lock keeps the file lock handed over at once.
-        self._writes: AbstractContextManager[Any] = (
-            threading.Lock() if state.store.dialect == "sqlite" else nullcontext()
-        )
 
     def handle(self, authorization: str | None, raw: bytes) -> Answer:
         try:
@@ -146,7 +138,7 @@ class CallbackService:
     ) -> Answer:
         w = body.workflow
         key = JobKey(body.delivery_id, identity.repository, w.run_key, w.run_attempt, w.job_name)
-        with self._writes, self.state.store.transaction() as tx:
+        with self.state.store.transaction() as tx:
             now = self.state.clock.now()
             dispatch = load_dispatch(tx, body.delivery_id, identity.repository, lock=True)
             if dispatch is None:
@@ -205,7 +197,7 @@ class CallbackService:
             return _ignored("nightly/periodic: completed only")
         w = body.workflow
         key = JobKey(body.delivery_id, entry.repo, w.run_key, w.run_attempt, w.job_name)
-        with self._writes, self.state.store.transaction() as tx:
+        with self.state.store.transaction() as tx:
             now = self.state.clock.now()
             selection_id = self._save_selection(tx, body, key, now)
             record_periodic(tx, key, body, selection_id, _identity_text(identity), now)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -86,13 +87,12 @@ class AppClient:
         if not isinstance(auth, AppAuth):
             raise GitHubPermanentError("webhook redelivery needs a GitHub App (github.app_id)")
         url = url_or_path if "://" in url_or_path else self.client.api_url + url_or_path
-        if method != "GET":
-            self.client.pacer.wait_turn()
+        pacing = self.client.pacer.turn() if method != "GET" else nullcontext()
         headers = {
             "Authorization": f"Bearer {auth.app_jwt()}",
             "Accept": "application/vnd.github+json",
         }
-        with httpx.Client(timeout=self.timeout) as http:
+        with pacing, httpx.Client(timeout=self.timeout) as http:
             response = http.request(method, url, headers=headers)
         interpret(response.status_code, response.headers, response.text, f"{method} {url_or_path}")
         return response

@@ -1,7 +1,8 @@
 """A small GitHub REST client: per-repository auth, paced writes, typed failures.
 
 Writes (POST/PATCH/PUT/DELETE) are paced to GitHub's secondary limits: at
-least `min_write_interval_seconds` between two writes and at most
+least `min_write_interval_seconds` from the end of one write to the start of
+the next, one write at a time per account, and at most
 `max_writes_per_minute`, across all threads of the process.
 """
 
@@ -9,6 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -27,11 +31,15 @@ WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 
 
 class WritePacer:
-    """GitHub's secondary limits, per account: a write waits for a slot at least
-    `min_interval` after the previous one and at most `per_minute` in any minute.
+    """GitHub's secondary limits, per account (key): writes are made one at a time,
+    each starts at least `min_interval` after the previous one *ended*, and at most
+    `per_minute` start in any minute.
 
-    Slots are reserved under a lock and waited for outside it, so writers for
-    different accounts (keys) never wait for each other.
+    Spacing from the end rather than the start is what keeps the server's view
+    right: a slow request that reaches GitHub late can no longer land closer
+    than `min_interval` to the next one. GitHub also asks that writes for one
+    account be serial, so each account has its own lock, held for the request;
+    writers for different accounts never wait for each other.
     """
 
     def __init__(self, min_interval: float, per_minute: int, clock: Clock) -> None:
@@ -39,21 +47,44 @@ class WritePacer:
         self._per_minute = per_minute
         self._clock = clock
         self._lock = threading.Lock()
-        self._slots: dict[str, deque[float]] = {}
+        self._accounts: dict[str, _AccountWrites] = {}
+
+    @contextmanager
+    def turn(self, key: str = "") -> Iterator[None]:
+        """Hold the account's write turn for the duration of one request."""
+        with self._lock:
+            account = self._accounts.setdefault(key, _AccountWrites())
+        with account.lock:
+            self._clock.sleep(self._next_start(account) - self._clock.now())
+            account.starts.append(self._clock.now())
+            try:
+                yield
+            finally:
+                account.last_end = self._clock.now()
 
     def wait_turn(self, key: str = "") -> None:
-        with self._lock:
-            now = self._clock.now()
-            slots = self._slots.setdefault(key, deque())
-            while slots and now - slots[0] >= 60.0:
-                slots.popleft()
-            slot = now
-            if slots:
-                slot = max(slot, slots[-1] + self._min_interval)
-            if len(slots) >= self._per_minute:
-                slot = max(slot, slots[-self._per_minute] + 60.0)
-            slots.append(slot)
-        self._clock.sleep(slot - now)
+        """Take a turn for a write that is sent right after (no request to wrap)."""
+        with self.turn(key):
+            pass
+
+    def _next_start(self, account: _AccountWrites) -> float:
+        now = self._clock.now()
+        starts = account.starts
+        while starts and now - starts[0] >= 60.0:
+            starts.popleft()
+        slot = now
+        if account.last_end is not None:
+            slot = max(slot, account.last_end + self._min_interval)
+        if len(starts) >= self._per_minute:
+            slot = max(slot, starts[-self._per_minute] + 60.0)
+        return slot
+
+
+@dataclass
+class _AccountWrites:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    starts: deque[float] = field(default_factory=deque)
+    last_end: float | None = None
 
 
 class GitHubClient:
@@ -95,12 +126,16 @@ class GitHubClient:
             "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": "spyre-ci-relay",
         }
-        if method.upper() in WRITE_METHODS:
-            self.pacer.wait_turn(self.account_of(repo))
+        pacing = (
+            self.pacer.turn(self.account_of(repo))
+            if method.upper() in WRITE_METHODS
+            else nullcontext()
+        )
         try:
-            response = self._http.request(
-                method, f"{self.api_url}{path}", headers=headers, json=json
-            )
+            with pacing:
+                response = self._http.request(
+                    method, f"{self.api_url}{path}", headers=headers, json=json
+                )
         except httpx.TimeoutException as exc:
             raise GitHubRetryableError(
                 f"{what}: timed out after {self.config.timeout_seconds} s"

@@ -157,12 +157,15 @@ def test_a_job_whose_worker_died_is_finished_by_another_after_the_lease(
 ) -> None:
     post_webhook(dispatching_relay_each_store.url, "push", fixture_body("push"), delivery_id="d8")
     store = dispatching_relay_each_store.state.store
+    claimed_at = time.time()
+    # A lease long enough that a stalled machine cannot expire it before the
+    # "still leased" check runs.
     lost = claim(
-        store, owner="died", kinds=["dispatch"], now=time.time(), lease_seconds=0.3, limit=10
+        store, owner="died", kinds=["dispatch"], now=claimed_at, lease_seconds=2.0, limit=10
     )
     assert len(lost) == 3
     assert dispatching_relay_each_store.worker().run_once(limit=10) == 0  # still leased
-    time.sleep(0.35)
+    time.sleep(max(0.0, claimed_at + 2.05 - time.time()))
     _drain(dispatching_relay_each_store)
     assert len(fake_github.dispatched_pairs()) == 3
     assert {r["state"] for r in _outbox(store)} == {"done"}

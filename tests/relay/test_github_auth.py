@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import httpx
 import pytest
 
-from relay.clock import ManualClock
+from relay.clock import SYSTEM_CLOCK, ManualClock
 from relay.config import GitHubConfig
 from relay.github.client import GitHubClient, WritePacer
 from relay.github.errors import GitHubRetryableError
@@ -101,6 +102,37 @@ def test_pacer_spaces_writes_and_caps_them_per_minute() -> None:
         pacer.wait_turn()
         times.append(clock.now())
     assert times == [0.0, 1.0, 2.0, 60.0, 61.0]
+
+
+def test_pacer_spaces_a_write_from_the_end_of_a_slow_one() -> None:
+    # GitHub sees a request when it arrives, not when we sent it: a slow write
+    # must not let the next one land closer than the interval.
+    clock = ManualClock(0.0)
+    pacer = WritePacer(min_interval=1.0, per_minute=80, clock=clock)
+    with pacer.turn("org-a"):
+        clock.advance(5.0)  # the request takes 5 s
+    pacer.wait_turn("org-a")
+    assert clock.now() == 6.0
+
+
+def test_writes_for_one_account_are_serial() -> None:
+    pacer = WritePacer(min_interval=0.0, per_minute=80, clock=SYSTEM_CLOCK)
+    inside: list[int] = []
+    overlap: list[int] = []
+
+    def write() -> None:
+        with pacer.turn("org-a"):
+            inside.append(1)
+            overlap.append(len(inside))
+            time.sleep(0.02)
+            inside.pop()
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=5)
+    assert overlap == [1, 1, 1, 1]
 
 
 def test_paced_writes_never_trip_the_secondary_limit() -> None:

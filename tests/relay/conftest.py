@@ -73,7 +73,8 @@ def dispatching_config(store_url: str, fake: FakeGitHub, **fields: Any) -> Relay
         "api_url": fake.url,
         "token": "test-token",
         "min_write_interval_seconds": 0,
-        "timeout_seconds": 0.5,
+        # Long enough that a loaded CI machine does not time out a normal answer.
+        "timeout_seconds": 2.0,
         **fields.pop("github", {}),
     }
     worker = {

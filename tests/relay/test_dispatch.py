@@ -102,8 +102,8 @@ def test_secondary_rate_limit_waits_for_retry_after(
 
 def test_timeouts_are_retried(dispatching_relay: InProcessRelay, fake_github: FakeGitHub) -> None:
     fake_github.inject(
-        Fault.timeout(0.8, path="/repos/org/onboarding/")
-    )  # client gives up after 0.5 s
+        Fault.timeout(2.5, path="/repos/org/onboarding/")
+    )  # client gives up after 2 s
     post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d4")
     _drain(dispatching_relay)
     assert sorted(fake_github.dispatched_pairs()) == [

@@ -72,14 +72,14 @@ def test_decisions_are_validated_batched_and_cached(tmp_path: Path) -> None:
         ("500", "answered HTTP 500"),
         ("not-json", "malformed agent answer"),
         ("no-choices", "not an OpenAI chat completion"),
-        ("sleep", "timed out after 0.5 s"),
+        ("sleep", "timed out after 2 s"),
     ],
 )
 def test_any_failure_falls_back_to_run_with_the_reason(
     tmp_path: Path, fault: str, reason: str
 ) -> None:
-    with FakeOpenAI(fault=fault, sleep_seconds=1.5) as fake:
-        verdicts = agent(fake, tmp_path, timeout=0.5).decide(groups(2))
+    with FakeOpenAI(fault=fault, sleep_seconds=2.5) as fake:
+        verdicts = agent(fake, tmp_path, timeout=2.0).decide(groups(2))
     assert {v.decision for v in verdicts.values()} == {"run"}
     assert all(reason in v.fallback_reason for v in verdicts.values())
 

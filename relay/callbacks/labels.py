@@ -1,4 +1,4 @@
-"""A ``ciflow/crcr/<device>`` label added to a PR (an ``INGEST_HOOKS`` entry).
+"""A ``ciflow/crcr/<device>`` label added to or removed from a PR (an ``INGEST_HOOKS`` entry).
 
 CRCR's L3 rule: check runs only while the PR carries the device's label. A label
 added while jobs run, or after they finished, backfills one check run per job
@@ -6,6 +6,10 @@ from the recorded state (the newest state only: GitHub shows the newest per
 name), and the PR's dispatch records learn the label so that later callbacks
 of running jobs report too. Runs inside the ingest transaction of the
 ``labeled`` delivery, so a redelivered label event does nothing twice.
+
+Removing the label (``unlabeled``) makes the PR's dispatch records forget it:
+later state changes of its jobs get no check run. The check runs already on
+the PR stay, as GitHub keeps them.
 """
 
 from __future__ import annotations
@@ -34,7 +38,10 @@ def on_ingest(state: RelayState, tx: Tx, delivery: StoredDelivery, route: Route)
     for entry in state.allowlist.current().repos_for_device(route.device):
         if entry.level != "L3":
             continue
-        _learn_label(tx, entry.repo, route.pr_number, label)
+        if route.action == "unlabeled":
+            _set_label(tx, entry.repo, route.pr_number, label, present=False)
+            continue
+        _set_label(tx, entry.repo, route.pr_number, label, present=True)
         for row in _jobs_of_pr(tx, entry.repo, route.pr_number, route.head_sha):
             key = key_of(row)
             body = {"job": key_to_list(key), "step": step_of(row), "level": entry.level}
@@ -42,7 +49,8 @@ def on_ingest(state: RelayState, tx: Tx, delivery: StoredDelivery, route: Route)
     return added
 
 
-def _learn_label(tx: Tx, repo: str, pr_number: int, label: str) -> None:
+def _set_label(tx: Tx, repo: str, pr_number: int, label: str, *, present: bool) -> None:
+    """Add `label` to (or drop it from) the labels of the PR's dispatch records."""
     suffix = " FOR UPDATE" if tx.dialect == "postgres" else ""
     rows = tx.fetchall(
         "SELECT delivery_id, labels FROM dispatches WHERE pr_number = ? AND LOWER(repo) = LOWER(?)"
@@ -51,10 +59,11 @@ def _learn_label(tx: Tx, repo: str, pr_number: int, label: str) -> None:
     )
     for row in rows:
         labels = json.loads(row["labels"]) if row.get("labels") else []
-        if label not in labels:
+        if (label in labels) != present:
+            wanted = [*labels, label] if present else [x for x in labels if x != label]
             tx.execute(
                 "UPDATE dispatches SET labels = ? WHERE delivery_id = ? AND LOWER(repo) = LOWER(?)",
-                (json.dumps([*labels, label]), row["delivery_id"], repo),
+                (json.dumps(wanted), row["delivery_id"], repo),
             )
 
 

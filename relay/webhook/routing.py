@@ -62,7 +62,7 @@ def route(event: str, payload: dict[str, Any], upstream_repo: str) -> Route:
         if action in DISPATCHED_PR_ACTIONS:
             return Route("dispatch", f"pull_request {action}", repo, action, number, head)
         label = ((payload.get("label") or {}).get("name")) or ""
-        if action == "labeled" and label.startswith(CRCR_LABEL_PREFIX):
+        if action in ("labeled", "unlabeled") and label.startswith(CRCR_LABEL_PREFIX):
             device = label[len(CRCR_LABEL_PREFIX) :]
             return Route("label", f"label {label}", repo, action, number, head, device or None)
         return Route("ignored", f"pull_request {action} is not relayed", repo, action, number, head)

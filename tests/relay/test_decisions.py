@@ -77,6 +77,14 @@ def test_crcr_label_names_the_device_and_the_pr() -> None:
     assert (decision.kind, decision.device, decision.pr_number) == ("label", "spyre", 2)
 
 
+def test_crcr_label_removed_is_routed_to_the_label_handler() -> None:
+    payload = _payload("pull_request.labeled")
+    payload["action"] = "unlabeled"
+    payload["label"] = {"name": "ciflow/crcr/spyre"}
+    decision = route("pull_request", payload, UPSTREAM)
+    assert (decision.kind, decision.action, decision.device) == ("label", "unlabeled", "spyre")
+
+
 def test_check_run_rerequested_carries_the_head_sha() -> None:
     payload = _payload("check_run.rerequested")
     decision = route("check_run", payload, "github/hello-world")

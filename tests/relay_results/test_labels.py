@@ -15,8 +15,10 @@ from tests.support.results_loop import ResultsLoop, fixture_payload
 L3_CHECK = "crcr/acme/l3/spyre-ci/test (1/2)"
 
 
-def _label_event(loop: ResultsLoop, label: str) -> None:
-    payload = fixture_payload("pull_request.labeled", labels=["bug", label])
+def _label_event(loop: ResultsLoop, label: str, action: str = "labeled") -> None:
+    on_pr = ["bug", label] if action == "labeled" else ["bug"]
+    payload = fixture_payload("pull_request.labeled", labels=on_pr)
+    payload["action"] = action
     payload["label"] = {"name": label}
     loop.webhook("pull_request.labeled", payload)
     loop.drain()
@@ -83,3 +85,31 @@ def test_label_present_at_dispatch_reports_every_state(
     loop.callback("acme/l3", payload, status="completed")
     loop.drain()
     assert _statuses(results_api) == ["in_progress", "completed"]
+
+
+def test_label_removed_while_the_job_runs_stops_its_check_runs(
+    loop: ResultsLoop, results_api: FakeResultsAPI
+) -> None:
+    pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
+    payload = loop.open_pr("acme/l3", pr)
+    loop.callback("acme/l3", payload, status="in_progress")
+    loop.drain()
+    _label_event(loop, "ciflow/crcr/spyre", action="unlabeled")
+    loop.callback("acme/l3", payload, status="completed")
+    loop.drain()
+    assert _statuses(results_api) == ["in_progress"]  # the completed state is not reported
+
+
+def test_label_removed_then_added_again_reports_the_newest_state(
+    loop: ResultsLoop, results_api: FakeResultsAPI
+) -> None:
+    pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
+    payload = loop.open_pr("acme/l3", pr)
+    _label_event(loop, "ciflow/crcr/spyre", action="unlabeled")
+    loop.callback("acme/l3", payload, status="in_progress")
+    loop.callback("acme/l3", payload, status="completed", conclusion="success")
+    loop.drain()
+    assert _statuses(results_api) == []
+    _label_event(loop, "ciflow/crcr/spyre")
+    runs = results_api.check_runs_named(L3_CHECK)
+    assert [(r["status"], r.get("conclusion")) for r in runs] == [("completed", "success")]

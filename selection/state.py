@@ -48,6 +48,8 @@ class Group:
     ops: set[str] = field(default_factory=set)
     dtypes: set[str] = field(default_factory=set)
     modes: set[str] = field(default_factory=set)
+    # A derivative change reaching only templates whose bodies compute no gradients.
+    gradient_free: bool = False
     verdict: Verdict | None = None
 
 

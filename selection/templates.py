@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from selection.devices import names_other_device
 from selection.dtypes_eval import DtypeEvaluator
+from selection.gradients import callable_index, computes_gradients
 from selection.pyast import Symbol, module_symbols
 
 OPS_DECORATORS = {"ops": "opinfo", "modules": "moduleinfo"}
@@ -46,6 +47,8 @@ class Template:
     seen: bool = True  # False: assumed from a manifest, the body was not available
     symbol: Symbol | None = None
     refs: frozenset[str] = frozenset()
+    # Whether the body (or a helper of its file) computes gradients; None: body not seen.
+    computes_gradients: bool | None = None
 
     @property
     def qualname(self) -> str:
@@ -191,6 +194,7 @@ def parse_test_module(
     """Every template of the classes a test file instantiates per device."""
     symbols = symbols if symbols is not None else module_symbols(tree, "")
     module = TestModule(path, symbols=symbols, instantiated_classes=_instantiations(tree))
+    callables = callable_index(symbols)
     for stmt in tree.body:
         if (
             isinstance(stmt, ast.Assign)
@@ -201,6 +205,15 @@ def parse_test_module(
         if not isinstance(stmt, ast.ClassDef) or stmt.name not in module.instantiated_classes:
             continue
         for item in stmt.body:
+            # An op list built in the class body (`binary_ufuncs_with_references = list(
+            # filter(...))` in test_binary_ufuncs.py); a module-level name of the same
+            # name wins, as Python's decorator lookup at class-body time would not.
+            if (
+                isinstance(item, ast.Assign)
+                and len(item.targets) == 1
+                and isinstance(item.targets[0], ast.Name)
+            ):
+                module.local_names.setdefault(item.targets[0].id, item.value)
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith(
                 "test"
             ):
@@ -210,5 +223,6 @@ def parse_test_module(
                     _apply_decorator(template, deco, dtype_eval)
                 template.symbol = symbols.get(f"{stmt.name}.{item.name}")
                 template.refs = template.symbol.refs if template.symbol else frozenset()
+                template.computes_gradients = computes_gradients(template.symbol, callables)
                 module.templates.append(template)
     return module

@@ -63,6 +63,16 @@ class DeterministicAgent:
                 priority,
                 self.name,
             )
+        if kind == "derivative" and group.gradient_free:
+            return Verdict(
+                "not_needed",
+                "a derivative formula only runs when gradients are computed, and these "
+                "templates compute none (no grad/backward in their bodies or the helpers "
+                "they call)",
+                0.75,
+                priority,
+                self.name,
+            )
         if kind == "derivative":
             return Verdict(
                 "run", "the op's derivative formula changed upstream", 0.8, priority, self.name

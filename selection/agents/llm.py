@@ -68,6 +68,7 @@ def _group_payload(group: Group, max_examples: int) -> dict[str, object]:
         "ops": sorted(group.ops)[:20],
         "dtypes": sorted(group.dtypes),
         "manifest_modes": sorted(group.modes),
+        "templates_compute_gradients": "no" if group.gradient_free else "yes or not known",
         "examples": group.node_ids[:max_examples],
     }
 

@@ -9,11 +9,13 @@ primary dtype first.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Set
 
 from selection.agents import TriageAgent
 from selection.agents.deterministic import DeterministicAgent
 from selection.model import Candidate, Cause, Dropped, StageReport
 from selection.state import Group, PipelineState, Verdict
+from selection.universe import Universe
 
 MODE_WEIGHT = {"mandatory_success": 1.0, "xfail_strict": 0.9, "xfail": 0.75}
 PRIMARY_DTYPES = ("float16", "bfloat16", "float32")
@@ -26,17 +28,32 @@ def root_cause(candidate: Candidate) -> tuple[Cause, Cause]:
     return detect or how, how
 
 
-def build_groups(candidates: dict[str, Candidate]) -> list[Group]:
+GRADIENT_FREE = " (templates that compute no gradients)"
+
+
+def build_groups(
+    candidates: dict[str, Candidate],
+    gradient_free: Set[tuple[str, str, str]] = frozenset(),
+) -> list[Group]:
+    """Group by root cause. A derivative change's instances are split by whether their
+    template computes gradients (`gradient_free` holds those that do not, by file, class
+    and method), since only the others can reach the changed formula."""
     groups: dict[str, Group] = {}
     for node_id, candidate in candidates.items():
         detect, how = root_cause(candidate)
-        key = f"{how.kind}|{detect.summary}"
+        inst = candidate.instance
+        free = (
+            how.kind == "derivative"
+            and (inst.file, inst.test_class, inst.template) in gradient_free
+        )
+        key = f"{how.kind}|{detect.summary}" + ("|gradient-free" if free else "")
         group_id = "g" + hashlib.sha1(key.encode()).hexdigest()[:10]
         group = groups.get(group_id)
         if group is None:
             summary = detect.summary if detect is how else f"{detect.summary} -> {how.summary}"
+            summary += GRADIENT_FREE if free else ""
             group = groups[group_id] = Group(group_id, Cause("triage", how.kind, summary))
-        inst = candidate.instance
+            group.gradient_free = free
         group.node_ids.append(node_id)
         group.templates.add(f"{inst.test_class}.{inst.template}")
         if inst.op:
@@ -79,6 +96,17 @@ def manifest_findings(state: PipelineState) -> list[str]:
     return findings
 
 
+def _gradient_free_templates(state: PipelineState) -> set[tuple[str, str, str]]:
+    universe = state.context.get("universe")
+    if not isinstance(universe, Universe):
+        return set()
+    return {
+        (t.file, t.test_class, t.method)
+        for t in universe.templates
+        if t.computes_gradients is False
+    }
+
+
 class TriageStage:
     name = "triage"
 
@@ -86,7 +114,7 @@ class TriageStage:
         self.agent: TriageAgent = agent or DeterministicAgent()
 
     def run(self, state: PipelineState) -> StageReport:
-        groups = build_groups(state.candidates)
+        groups = build_groups(state.candidates, _gradient_free_templates(state))
         verdicts = self.agent.decide(groups) if groups else {}
         kept: dict[str, Candidate] = {}
         counts = {

@@ -36,6 +36,13 @@ TEMPLATES = textwrap.dedent(f"""
 
 
     class TestEnum(TestCase):
+        # An op list built in the class body, as test_binary_ufuncs.py does.
+        _in_class = list(filter(lambda op: op.name in ("add", "mul", "exp"), op_db))
+
+        @ops(_in_class)
+        def test_class_body_list(self, device, dtype, op):
+            pass
+
         @ops(_chosen)
         def test_supported(self, device, dtype, op):
             pass

@@ -1,0 +1,65 @@
+"""Whether a test template computes gradients, read from its body. Pure.
+
+A derivative formula (`derivatives.yaml`) only runs when a test computes gradients, so
+a derivative change cannot affect a template that never does. The reading is
+conservative: an identifier, keyword or string that mentions grad/backward/autograd
+(or jvp/vjp) in the template, or in any function or method of the same file that the
+template reaches by name, counts as computing gradients. A template whose body was
+not seen (a release wheel ships no `test/`) is assumed to compute them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from selection.pyast import Symbol
+
+GRADIENT_WORDS = ("grad", "backward", "autograd", "jvp", "vjp", "jacobian", "hessian")
+
+
+def _identifiers(nodes: Iterable[ast.AST]) -> set[str]:
+    found: set[str] = set()
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                found.add(sub.id)
+            elif isinstance(sub, ast.Attribute):
+                found.add(sub.attr)
+            elif isinstance(sub, ast.keyword) and sub.arg:
+                found.add(sub.arg)
+            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                found.add(sub.value)
+    return found
+
+
+def _mentions_gradients(names: Iterable[str]) -> bool:
+    return any(word in name.lower() for name in names for word in GRADIENT_WORDS)
+
+
+def callable_index(symbols: dict[str, Symbol]) -> dict[str, list[Symbol]]:
+    """The file's functions and methods by the name a call uses: `f`, or `m` for any
+    `Class.m` (`self.m` may resolve to a base class defined in the same file)."""
+    index: dict[str, list[Symbol]] = {}
+    for qualname, symbol in symbols.items():
+        if symbol.kind in ("function", "method"):
+            index.setdefault(qualname.rsplit(".", 1)[-1], []).append(symbol)
+    return index
+
+
+def computes_gradients(template: Symbol | None, callables: dict[str, list[Symbol]]) -> bool | None:
+    """True or False for a template whose body is `template`; None when it was not seen."""
+    if template is None:
+        return None
+    pending, visited = [template], set[int]()
+    while pending:
+        symbol = pending.pop()
+        if id(symbol) in visited:
+            continue
+        visited.add(id(symbol))
+        names = _identifiers(symbol.nodes)
+        if _mentions_gradients(names):
+            return True
+        for name in names:
+            pending.extend(callables.get(name, ()))
+    return False

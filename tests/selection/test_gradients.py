@@ -1,0 +1,151 @@
+"""A derivative change reaches only templates that compute gradients: the agent says
+"not needed" for the others, with its reason, and they leave the selection."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from selection.gradients import callable_index, computes_gradients
+from selection.pipeline import SelectOptions, prepare, run_pipeline
+from selection.pyast import module_symbols
+from selection.state import PipelineState
+from tests.selection.conftest import ids
+from tests.support.upstream_repo import UpstreamRepo, build_upstream, write_manifest
+
+HELPERS = """
+class Base:
+    def _check_grads(self, out):
+        out.sum().backward()
+
+
+class TestCommon(Base):
+    def test_forward(self, device, dtype, op):
+        for sample in op.sample_inputs(device, dtype):
+            self.assertEqual(op(sample.input), op(sample.input))
+
+    def test_requires_grad_kwarg(self, device, dtype, op):
+        op.sample_inputs(device, dtype, requires_grad=True)
+
+    def test_helper_in_a_base_class(self, device, dtype, op):
+        self._check_grads(op(1))
+
+    def test_module_function(self, device, dtype, op):
+        _run(op)
+
+    def test_by_string(self, device, dtype, op):
+        getattr(op(1), "backward")()
+
+
+def _run(op):
+    return torch.autograd.grad(op(1), [])
+"""
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("test_forward", False),
+        ("test_requires_grad_kwarg", True),
+        ("test_helper_in_a_base_class", True),
+        ("test_module_function", True),
+        ("test_by_string", True),
+    ],
+)
+def test_a_template_computes_gradients_if_it_or_a_helper_of_its_file_does(
+    template: str, expected: bool
+) -> None:
+    symbols = module_symbols(ast.parse(textwrap.dedent(HELPERS)), "")
+    found = computes_gradients(symbols[f"TestCommon.{template}"], callable_index(symbols))
+    assert found is expected
+
+
+def test_a_template_whose_body_was_not_seen_is_not_known() -> None:
+    assert computes_gradients(None, {}) is None
+
+
+GRAD_TEMPLATE = """
+    @ops(op_db)
+    def test_grad(self, device, dtype, op):
+        for sample in op.sample_inputs(device, dtype, requires_grad=True):
+            op.op(sample.input, *sample.args).sum().backward()
+
+    @ops(op_db)
+    def test_out(self, device, dtype, op):"""
+
+DERIVATIVES = "tools/autograd/derivatives.yaml"
+MUL_DERIVATIVE = """
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: mul_tensor_backward(grad, other, self.scalar_type())
+  other: mul_tensor_backward(grad, self, other.scalar_type())
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    """The shared upstream plus a template that computes gradients and derivatives.yaml."""
+    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    repo.edit(
+        "test/test_ops.py",
+        "\n    @ops(op_db)\n    def test_out(self, device, dtype, op):",
+        GRAD_TEMPLATE,
+    )
+    repo.write(DERIVATIVES, MUL_DERIVATIVE)
+    repo.base = repo.commit("a gradient template and derivatives.yaml")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = write_manifest(tmp_path_factory.mktemp("manifests"))
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace(
+            "- TestCommon::test_out\n",
+            "- TestCommon::test_out\n            - TestCommon::test_grad\n",
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def _select(upstream: UpstreamRepo, manifest: Path, head: str) -> PipelineState:
+    options = SelectOptions(
+        from_=upstream.base, to=head, pytorch_repo=upstream.path, manifests=[manifest]
+    )
+    request, _ = prepare(options)
+    return run_pipeline(request, None, options.disabled)
+
+
+def test_a_derivative_change_runs_only_the_templates_that_compute_gradients(
+    upstream: UpstreamRepo, manifest: Path
+) -> None:
+    head = upstream.change(DERIVATIVES, "mul_tensor_backward(grad, other,", "grad * other.conj(),")
+    state = _select(upstream, manifest, head)
+    assert ids(state) == {"test_grad_mul_spyre_float16", "test_grad_mul_spyre_float32"}
+    dropped = {d.node_id.rsplit("::", 1)[-1]: d.reason for d in state.dropped}
+    assert set(dropped) >= {"test_out_mul_spyre_float16", "test_out_mul_spyre_float32"}
+    assert "these templates compute none" in dropped["test_out_mul_spyre_float32"]
+    decisions = {
+        (g.gradient_free, g.cause.summary.endswith("(templates that compute no gradients)")): (
+            g.verdict.decision if g.verdict else None
+        )
+        for g in state.groups
+    }
+    assert decisions == {(True, True): "not_needed", (False, False): "run"}
+
+
+def test_a_kernel_change_still_runs_the_forward_only_templates(
+    upstream: UpstreamRepo, manifest: Path
+) -> None:
+    head = upstream.change(
+        "torchgen/packaged/ATen/native/native_functions.yaml",
+        "CompositeExplicitAutograd: mul",
+        "CompositeExplicitAutograd: mul_v2",
+    )
+    state = _select(upstream, manifest, head)
+    assert {"test_out_mul_spyre_float32", "test_grad_mul_spyre_float32"} <= ids(state)
+    assert all(g.verdict is not None and g.verdict.decision == "run" for g in state.groups)

@@ -96,6 +96,15 @@ def manifest_findings(state: PipelineState) -> list[str]:
     return findings
 
 
+def _manifest_change_groups(groups: list[Group]) -> list[str]:
+    """The agent's manifest_change verdicts, worded for the report's list."""
+    return [
+        f"{g.cause.summary}: {g.verdict.rationale} ({len(g.node_ids)} tests, still run)"
+        for g in groups
+        if g.verdict is not None and g.verdict.decision == "manifest_change"
+    ]
+
+
 def _gradient_free_templates(state: PipelineState) -> set[tuple[str, str, str]]:
     universe = state.context.get("universe")
     if not isinstance(universe, Universe):
@@ -153,7 +162,7 @@ class TriageStage:
                 candidate.rank = _rank(candidate, verdict, state.request.facts.primary_dtypes)
                 kept[node_id] = candidate
         state.groups = groups
-        findings = manifest_findings(state)
+        findings = manifest_findings(state) + _manifest_change_groups(groups)
         state.context["manifest_findings"] = findings
         counts["manifest_findings"] = len(findings)
         state.candidates = dict(sorted(kept.items(), key=lambda kv: (-kv[1].rank, kv[0])))

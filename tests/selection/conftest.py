@@ -27,10 +27,10 @@ Select = Callable[..., PipelineState]
 
 @pytest.fixture
 def select(upstream: UpstreamRepo, manifest: Path) -> Select:
-    def run(head: str, **options: object) -> PipelineState:
+    def run(head: str, base: str | None = None, **options: object) -> PipelineState:
         agent = options.pop("agent", None)
         opts = SelectOptions(
-            from_=upstream.base,
+            from_=base or upstream.base,
             to=head,
             pytorch_repo=upstream.path,
             manifests=[manifest],

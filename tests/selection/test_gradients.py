@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from selection.gradients import callable_index, computes_gradients
-from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.pyast import module_symbols
-from selection.state import PipelineState
-from tests.selection.conftest import ids
+from tests.selection.conftest import Select, ids
 from tests.support.upstream_repo import UpstreamRepo, build_upstream, write_manifest
 
 HELPERS = """
@@ -112,19 +110,11 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _select(upstream: UpstreamRepo, manifest: Path, head: str) -> PipelineState:
-    options = SelectOptions(
-        from_=upstream.base, to=head, pytorch_repo=upstream.path, manifests=[manifest]
-    )
-    request, _ = prepare(options)
-    return run_pipeline(request, None, options.disabled)
-
-
 def test_a_derivative_change_runs_only_the_templates_that_compute_gradients(
-    upstream: UpstreamRepo, manifest: Path
+    upstream: UpstreamRepo, select: Select
 ) -> None:
     head = upstream.change(DERIVATIVES, "mul_tensor_backward(grad, other,", "grad * other.conj(),")
-    state = _select(upstream, manifest, head)
+    state = select(head)
     assert ids(state) == {"test_grad_mul_spyre_float16", "test_grad_mul_spyre_float32"}
     dropped = {d.node_id.rsplit("::", 1)[-1]: d.reason for d in state.dropped}
     assert set(dropped) >= {"test_out_mul_spyre_float16", "test_out_mul_spyre_float32"}
@@ -139,13 +129,13 @@ def test_a_derivative_change_runs_only_the_templates_that_compute_gradients(
 
 
 def test_a_kernel_change_still_runs_the_forward_only_templates(
-    upstream: UpstreamRepo, manifest: Path
+    upstream: UpstreamRepo, select: Select
 ) -> None:
     head = upstream.change(
         "torchgen/packaged/ATen/native/native_functions.yaml",
         "CompositeExplicitAutograd: mul",
         "CompositeExplicitAutograd: mul_v2",
     )
-    state = _select(upstream, manifest, head)
+    state = select(head)
     assert {"test_out_mul_spyre_float32", "test_grad_mul_spyre_float32"} <= ids(state)
     assert all(g.verdict is not None and g.verdict.decision == "run" for g in state.groups)

@@ -298,3 +298,22 @@ def test_triage_decides_per_root_cause_and_ranks_mandatory_and_float16_first(
         ("xfail", "float32"),
     ]
     assert counts(state, "triage")["run"] == counts(state, "triage")["selected"] == 6
+
+
+def test_an_expected_failure_removed_upstream_asks_for_a_manifest_change_and_runs(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    xfail = 'DecorateInfo(unittest.expectedFailure, "TestCommon", "test_unary", dtypes=(torch.float16,))'
+    with_xfail = upstream.change(
+        DB, "skips=(DecorateInfo(skipMPS),),", f"skips=(DecorateInfo(skipMPS), {xfail}),"
+    )
+    upstream.edit(DB, f"skips=(DecorateInfo(skipMPS), {xfail}),", "skips=(DecorateInfo(skipMPS),),")
+    fixed = upstream.commit("exp float16 passes test_unary now")
+    state = select(fixed, base=with_xfail)
+    assert ids(state) == {"test_unary_exp_spyre_float16"}
+    [group] = state.groups
+    assert group.verdict is not None and group.verdict.decision == "manifest_change"
+    assert "xfail" in group.verdict.rationale
+    assert counts(state, "triage")["manifest_change"] == counts(state, "triage")["selected"] == 1
+    [finding] = state.context["manifest_findings"]  # type: ignore[misc]
+    assert "OpInfo 'exp' modified" in finding and "make them mandatory_success" in finding

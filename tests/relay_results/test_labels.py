@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from tests.support.fake_oidc import FakeOidcIssuer
 from tests.support.results_loop import ResultsLoop, fixture_payload
 
 L3_CHECK = "crcr/acme/l3/spyre-ci/test (1/2)"
+LABEL = "ciflow/crcr/spyre"
 
 
 def _label_event(loop: ResultsLoop, label: str, action: str = "labeled") -> None:
@@ -22,6 +24,11 @@ def _label_event(loop: ResultsLoop, label: str, action: str = "labeled") -> None
     payload["label"] = {"name": label}
     loop.webhook("pull_request.labeled", payload)
     loop.drain()
+
+
+def _open_labelled_pr(loop: ResultsLoop) -> dict[str, Any]:
+    """A PR opened with the device's label already on it; the L3 repo's client payload."""
+    return loop.open_pr("acme/l3", fixture_payload("pull_request.opened", labels=[LABEL]))
 
 
 def _statuses(results_api: FakeResultsAPI) -> list[str]:
@@ -78,8 +85,7 @@ def test_label_added_after_the_job_finished_creates_the_final_check_run(
 def test_label_present_at_dispatch_reports_every_state(
     loop: ResultsLoop, results_api: FakeResultsAPI
 ) -> None:
-    pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
-    payload = loop.open_pr("acme/l3", pr)
+    payload = _open_labelled_pr(loop)
     loop.callback("acme/l3", payload, status="in_progress")
     loop.drain()
     loop.callback("acme/l3", payload, status="completed")
@@ -90,8 +96,7 @@ def test_label_present_at_dispatch_reports_every_state(
 def test_label_removed_while_the_job_runs_stops_its_check_runs(
     loop: ResultsLoop, results_api: FakeResultsAPI
 ) -> None:
-    pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
-    payload = loop.open_pr("acme/l3", pr)
+    payload = _open_labelled_pr(loop)
     loop.callback("acme/l3", payload, status="in_progress")
     loop.drain()
     _label_event(loop, "ciflow/crcr/spyre", action="unlabeled")
@@ -103,8 +108,7 @@ def test_label_removed_while_the_job_runs_stops_its_check_runs(
 def test_label_removed_then_added_again_reports_the_newest_state(
     loop: ResultsLoop, results_api: FakeResultsAPI
 ) -> None:
-    pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
-    payload = loop.open_pr("acme/l3", pr)
+    payload = _open_labelled_pr(loop)
     _label_event(loop, "ciflow/crcr/spyre", action="unlabeled")
     loop.callback("acme/l3", payload, status="in_progress")
     loop.callback("acme/l3", payload, status="completed", conclusion="success")

@@ -73,15 +73,16 @@ def dispatching_config(store_url: str, fake: FakeGitHub, **fields: Any) -> Relay
         "api_url": fake.url,
         "token": "test-token",
         "min_write_interval_seconds": 0,
-        # Long enough that a loaded CI machine does not time out a normal answer.
-        "timeout_seconds": 2.0,
+        # Long enough that a loaded CI machine does not time out a normal answer; the
+        # timeout test sets its own.
+        "timeout_seconds": 10.0,
         **fields.pop("github", {}),
     }
     worker = {
         "backoff_base_seconds": 0.05,
         "backoff_max_seconds": 0.2,
         "max_attempts": 3,
-        "lease_seconds": 5,
+        "lease_seconds": 15,  # must exceed the GitHub timeout
         **fields.pop("worker", {}),
     }
     return make_config(store_url, github=github, worker=worker, **fields)

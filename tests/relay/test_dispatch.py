@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from relay.allowlist_source import StaticAllowlist
+from relay.clock import ManualClock
 from relay.outbox import claim, list_dead_letters, queue_stats, requeue_dead_letters
 from relay.store import Row, Store
 from relay.worker import Worker
@@ -100,18 +102,21 @@ def test_secondary_rate_limit_waits_for_retry_after(
     assert float(observed["next_attempt_at"]) >= before + 30  # not before GitHub said
 
 
-def test_timeouts_are_retried(dispatching_relay: InProcessRelay, fake_github: FakeGitHub) -> None:
-    fake_github.inject(
-        Fault.timeout(2.5, path="/repos/org/onboarding/")
-    )  # client gives up after 2 s
-    post_webhook(dispatching_relay.url, "push", fixture_body("push"), delivery_id="d4")
-    _drain(dispatching_relay)
+def test_timeouts_are_retried(
+    sqlite_url: str, allowlist: StaticAllowlist, fake_github: FakeGitHub
+) -> None:
+    # The fake holds its answer past the client's 1 s timeout.
+    fake_github.inject(Fault.timeout(5, path="/repos/org/onboarding/"))
+    config = dispatching_config(sqlite_url, fake_github, github={"timeout_seconds": 1.0})
+    with InProcessRelay(config, allowlist=allowlist) as relay:
+        post_webhook(relay.url, "push", fixture_body("push"), delivery_id="d4")
+        _drain(relay)
+        onboarding = _outbox_row(relay.state.store, "org/onboarding")
     assert sorted(fake_github.dispatched_pairs()) == [
         ("d4", "org/observed"),
         ("d4", "org/onboarding"),
         ("d4", "org/stable"),
     ]
-    onboarding = _outbox_row(dispatching_relay.state.store, "org/onboarding")
     assert onboarding["attempts"] == 2
 
 
@@ -153,20 +158,20 @@ def test_a_client_error_is_dead_lettered_without_retrying(
 
 
 def test_a_job_whose_worker_died_is_finished_by_another_after_the_lease(
-    dispatching_relay_each_store: InProcessRelay, fake_github: FakeGitHub
+    store: Store, allowlist: StaticAllowlist, fake_github: FakeGitHub
 ) -> None:
-    post_webhook(dispatching_relay_each_store.url, "push", fixture_body("push"), delivery_id="d8")
-    store = dispatching_relay_each_store.state.store
-    claimed_at = time.time()
-    # A lease long enough that a stalled machine cannot expire it before the
-    # "still leased" check runs.
-    lost = claim(
-        store, owner="died", kinds=["dispatch"], now=claimed_at, lease_seconds=2.0, limit=10
-    )
-    assert len(lost) == 3
-    assert dispatching_relay_each_store.worker().run_once(limit=10) == 0  # still leased
-    time.sleep(max(0.0, claimed_at + 2.05 - time.time()))
-    _drain(dispatching_relay_each_store)
+    clock = ManualClock(time.time())  # the lease runs out when the test says, not by sleeping
+    config = dispatching_config(store.url, fake_github)
+    with InProcessRelay(config, allowlist=allowlist, store=store, clock=clock) as relay:
+        post_webhook(relay.url, "push", fixture_body("push"), delivery_id="d8")
+        lost = claim(
+            store, owner="died", kinds=["dispatch"], now=clock.now(), lease_seconds=30, limit=10
+        )
+        assert len(lost) == 3
+        worker = relay.worker()
+        assert worker.run_once(limit=10) == 0  # still leased
+        clock.advance(31)
+        assert worker.run_once(limit=10) == 3
     assert len(fake_github.dispatched_pairs()) == 3
     assert {r["state"] for r in _outbox(store)} == {"done"}
 

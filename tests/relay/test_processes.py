@@ -58,8 +58,9 @@ def test_serve_with_worker_is_the_whole_embedded_relay(
         assert _wait_for(lambda: fake_github.dispatched_pairs() == [("p1", "org/down")]), (
             relay.log()
         )
-        metrics = httpx.get(f"{relay.url}/metrics").text
-    assert 'relay_job_attempts_total{kind="dispatch",result="ok"} 1.0' in metrics
+        # GitHub has the dispatch; the worker counts it once it has committed the 204.
+        counted = 'relay_job_attempts_total{kind="dispatch",result="ok"} 1.0'
+        assert _wait_for(lambda: counted in httpx.get(f"{relay.url}/metrics").text), relay.log()
     # App auth from the key file: the dispatch carried org/down's installation token.
     [sent] = fake_github.dispatches
     assert fake_github.installation_tokens[sent.token][0] == "org/down"

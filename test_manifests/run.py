@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +115,15 @@ def manifest_files(manifest: Manifest, roots: PathRoots) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
+def config_file_args(torch_root: str) -> list[str]:
+    """The pytest configuration of a run: PyTorch's own `pytest.ini` when the tree has one
+    (as PyTorch's CI runs), otherwise none. Never a file found by walking up from the tree:
+    a checkout inside another project (a local run directory) would take that project's
+    settings, e.g. warnings as errors, and fail on warnings upstream tests expect."""
+    own = Path(torch_root) / "pytest.ini"
+    return ["-c", str(own) if own.is_file() else os.devnull]
+
+
 def pytest_args(
     manifests: list[Path],
     roots: PathRoots,
@@ -133,6 +143,7 @@ def pytest_args(
     args = [arg for path in paths for arg in ("--manifest", str(path))]
     if roots.torch_root:
         args += ["--pytorch-src", roots.torch_root, "--rootdir", roots.torch_root]
+        args += config_file_args(roots.torch_root)
     if roots.device_root:
         args += ["--device-src", roots.device_root]
     args += [arg for label in labels for arg in ("--manifest-label", label)]

@@ -56,9 +56,14 @@ def spyre_ci_test(
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    (tmp_path / "test").mkdir()
-    (tmp_path / "test" / "test_ops_like.py").write_text(textwrap.dedent(OPS_MODULE))
-    (tmp_path / "m.yaml").write_text(
+    return write_tree(tmp_path)
+
+
+def write_tree(root: Path) -> Path:
+    """An upstream-shaped tree at `root`: test/test_ops_like.py and a manifest m.yaml."""
+    (root / "test").mkdir()
+    (root / "test" / "test_ops_like.py").write_text(textwrap.dedent(OPS_MODULE))
+    (root / "m.yaml").write_text(
         textwrap.dedent(
             """\
             test_suite_config:
@@ -75,7 +80,7 @@ def tree(tmp_path: Path) -> Path:
             """
         )
     )
-    return tmp_path
+    return root
 
 
 def test_one_command_runs_the_manifest_with_junit_marks(tree: Path) -> None:
@@ -230,3 +235,29 @@ def test_a_real_upstream_file_runs_from_the_pytorch_source_tree(
         p.get("name"): p.get("value") for p in cases["test_transpose_view_spyre"].iter("property")
     }
     assert props["marks"] == "core,smoke"
+
+
+def test_a_tree_inside_another_project_does_not_take_that_projects_pytest_settings(
+    tmp_path: Path,
+) -> None:
+    # A local run directory checks upstream out inside this project, whose pyproject.toml
+    # turns warnings into errors; upstream's tests must run with upstream's settings.
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "--no-such-option"\n'
+    )
+    checkout = tmp_path / "runs" / "1" / "pytorch"
+    checkout.mkdir(parents=True)
+    write_tree(checkout)
+    result = spyre_ci_test("m.yaml", src=checkout, cwd=checkout)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed, 1 xfailed" in result.stdout
+
+
+def test_pytorchs_own_pytest_ini_applies(tree: Path) -> None:
+    without = spyre_ci_test("m.yaml", src=tree, cwd=tree)
+    assert "XFAIL " not in without.stdout
+    (tree / "pytest.ini").write_text("[pytest]\naddopts = -rx\n")  # list xfailed tests
+    result = spyre_ci_test("m.yaml", src=tree, cwd=tree)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed, 1 xfailed" in result.stdout
+    assert "XFAIL test/test_ops_like.py::" in result.stdout

@@ -42,7 +42,7 @@ bench: setup ## run the benchmarks under bench/ and print their figures
 
 RELAY_CONFIG ?= $(if $(wildcard relay.yaml),relay.yaml,relay/example.yaml)
 RELAY_PORT   ?= 8080
-serve: setup ## run the relay (web + dispatch worker) on 127.0.0.1:$(RELAY_PORT) with $(RELAY_CONFIG)
+serve: setup ## run the relay (web + worker + local target) on 127.0.0.1:8080 with relay.yaml, else relay/example.yaml
 	mkdir -p .relay
 	$(BIN)/spyre-ci ci demo --dir .relay/demo
 	$(BIN)/spyre-ci relay serve --with-worker --config $(RELAY_CONFIG) --port $(RELAY_PORT)

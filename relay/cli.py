@@ -72,10 +72,14 @@ def serve(
     import uvicorn
 
     from relay.app import create_app
+    from relay.local_target import public_url_port_mismatch
     from relay.logs import configure_logging
 
     configure_logging(log_level)
     state = _state(config_path)
+    mismatch = public_url_port_mismatch(state.config, port)
+    if mismatch is not None:
+        raise click.UsageError(mismatch)
     app = create_app(state.config, state=state)
     worker = _start_worker(state) if with_worker else None
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

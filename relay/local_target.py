@@ -44,6 +44,7 @@ import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -58,6 +59,7 @@ from relay.jobs import PermanentError
 from relay.store.errors import StoreError
 
 if TYPE_CHECKING:
+    from relay.config import RelayConfig
     from relay.state import RelayState
 
 log = logging.getLogger("relay.local_target")
@@ -168,6 +170,28 @@ def key_id(key: rsa.RSAPrivateKey) -> str:
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     return hashlib.sha256(der).hexdigest()[:16]
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def public_url_port_mismatch(config: RelayConfig, port: int) -> str | None:
+    """Why the local target's callbacks cannot reach a relay served on `port`, if they
+    cannot: its subprocess calls back at `public_url`, and trusts `<public_url>/local-oidc`,
+    so a loopback `public_url` must name the port the relay listens on."""
+    if not any(t.connection == "local" for t in config.targets):
+        return None
+    url = urlsplit(config.public_url)
+    named = url.port or (443 if url.scheme == "https" else 80)
+    if url.hostname not in LOOPBACK_HOSTS or named == port:
+        return None
+    return (
+        f"public_url {config.public_url} names port {named} but the relay serves on {port}: "
+        "the local target calls back at public_url. Serve on that port, or set public_url "
+        f"(e.g. SPYRE_RELAY_PUBLIC_URL=http://127.0.0.1:{port}) and the local issuer "
+        f"{{kind: github_actions, issuer: http://127.0.0.1:{port}{ISSUER_PATH}}} in "
+        "extra.callbacks.oidc_issuers of a copy of the config"
+    )
 
 
 def issuer_url(state: RelayState) -> str:

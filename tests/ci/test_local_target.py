@@ -5,6 +5,8 @@ relay's own issuer by GitHub Actions' protocol. No fake GitHub anywhere."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from relay.dispatch.targets import targets_for
 from relay.local_target import (
     issue_request_token,
     load_or_create_key,
+    public_url_port_mismatch,
     request_secret,
     verify_request_token,
 )
@@ -84,6 +87,23 @@ def _config(tmp_path: Path, port: int, upstream: str) -> Path:
     path = tmp_path / "relay.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def test_serving_on_another_port_than_public_url_names_is_refused(tmp_path: Path) -> None:
+    # The local target calls back at public_url: a relay listening elsewhere would see every
+    # run end "not reported", so `relay serve` refuses to start and says what to change.
+    config = _config(tmp_path, 8080, str(tmp_path / "upstream"))
+    other = free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "spyre_ci", "relay", "serve", "--config", str(config),
+         "--port", str(other)],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"public_url http://127.0.0.1:8080 names port 8080 but the relay serves on {other}" in (
+        done.stderr
+    )
+    assert public_url_port_mismatch(load_config(config), 8080) is None
 
 
 def _wait_for_job(url: str, number: int, timeout: float = 60.0) -> dict[str, object]:

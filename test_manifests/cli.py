@@ -185,7 +185,9 @@ def merge_command(paths: tuple[Path, ...], output: Path | None) -> None:
     help="manifest(s) to apply (default: the shipped ones)",
 )
 @click.option(
-    "--pytorch-src", type=_SRC_DIR, help="PyTorch source tree (default: $SPYRE_CI_PYTORCH_SRC, then $PYTORCH_ROOT)"
+    "--pytorch-src",
+    type=_SRC_DIR,
+    help="PyTorch source tree (default: $SPYRE_CI_PYTORCH_SRC, then $PYTORCH_ROOT)",
 )
 @click.option("--device-src", type=_SRC_DIR, help="the backend's tree, for ${TORCH_DEVICE_ROOT}")
 @click.option("--selection", type=_SRC_DIR, help="output directory of `spyre-ci select`")

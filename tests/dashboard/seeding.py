@@ -18,6 +18,7 @@ import httpx
 
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_oidc import FakeOidcIssuer
+from tests.support.relay_records import RECORD_TIMEOUT, wait_for_dashboard_dispatches
 from tests.support.relay_server import fixture_body, post_webhook
 
 L4_REPO = "acme/spyre-backend"
@@ -80,7 +81,7 @@ def webhooks(relay_url: str) -> dict[str, str]:
     return ids
 
 
-def wait_for_dispatches(github: FakeGitHub, expected: int, timeout: float = 30.0) -> None:
+def wait_for_dispatches(github: FakeGitHub, expected: int, timeout: float = RECORD_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while len(set(github.dispatched_pairs())) < expected:
         if time.monotonic() > deadline:
@@ -159,6 +160,9 @@ class Downstream:
 def seed(relay_url: str, issuer: FakeOidcIssuer, github: FakeGitHub) -> Seeded:
     seeded = Seeded(delivery_ids=webhooks(relay_url))
     wait_for_dispatches(github, expected=3 * 3)  # 3 events x 3 allowlisted repositories
+    # GitHub's 204 comes before the worker's commit: until the relay has recorded a
+    # dispatch, its callbacks are answered 503 "is being recorded". Wait for the record.
+    wait_for_dashboard_dispatches(relay_url, set(github.dispatched_pairs()))
     ids = seeded.delivery_ids
     down = Downstream(relay_url, issuer, github)
     try:

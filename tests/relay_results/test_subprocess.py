@@ -8,15 +8,17 @@ from pathlib import Path
 
 import httpx
 
+from relay.config import load_config
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_results import FakeResultsAPI
 from tests.support.fake_hud import FakeHud
 from tests.support.fake_oidc import FakeOidcIssuer
+from tests.support.relay_records import wait_for_recorded_dispatches
 from tests.support.relay_server import RelayServer, fixture_body, post_webhook, served_relay_config
 from tests.support.results_loop import ALLOWLIST, fixture_payload, workflow_report
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+def _wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.time() + timeout
     while not condition():
         assert time.time() < deadline, "timed out waiting for the relay"
@@ -37,6 +39,7 @@ def test_served_relay_with_worker_runs_the_whole_loop(
         oidc_url=oidc.url,
         callbacks={"hud_url": hud.url, "hud_key": "hud-key"},
     )
+    store_url = load_config(config, {}).store_url
     with RelayServer(config, with_worker=True) as relay:
         assert (
             post_webhook(relay.url, "pull_request", fixture_body("pull_request.opened")).status_code
@@ -44,6 +47,9 @@ def test_served_relay_with_worker_runs_the_whole_loop(
         )
         _wait_for(lambda: any(d.repo == "acme/l4" for d in github.dispatches))
         payload = next(d.client_payload for d in github.dispatches if d.repo == "acme/l4")
+        # GitHub's 204 comes before the worker's commit: wait for the relay's own record,
+        # or the callback may be answered 503 "is being recorded".
+        wait_for_recorded_dispatches(store_url, {(payload["delivery_id"], "acme/l4")})
         headers = {"Authorization": f"Bearer {oidc.github_actions_token('acme/l4')}"}
         for status in ("in_progress", "completed"):
             body = {**payload, "workflow": workflow_report(status=status)}

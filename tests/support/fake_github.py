@@ -13,7 +13,9 @@ What it plays:
   403 with remaining 0 when exhausted); secondary limits on writes: at most
   `writes_per_minute`, at least `min_write_interval` s apart (403 + retry-after).
 - Fault injection: `fake.inject(Fault.status(502))`, `Fault.secondary_rate_limit(retry_after=2)`,
-  `Fault.timeout(seconds)` (answers after the client gave up), `Fault.slow(seconds)`,
+  `Fault.timeout(seconds)` (no answer until the client gave up: the request is dropped
+  unprocessed once it disconnects; a client still waiting after max(seconds, 30) s gets
+  the normal answer), `Fault.slow(seconds)` (answers after `seconds`),
   optionally limited to paths containing `path` and to `count` requests.
 - Every request is recorded in `fake.requests` (method, path, headers, json, at).
 
@@ -48,6 +50,7 @@ from tests.support.served import UvicornThread, free_port
 MAX_EVENT_TYPE = 100
 MAX_PAYLOAD_KEYS = 10
 MAX_PAYLOAD_BYTES = 64 * 1024
+TIMEOUT_FAULT_CAP = 30.0  # s a timeout fault waits at most for the client to give up
 
 
 @dataclass
@@ -286,7 +289,16 @@ class FakeGitHub:
             with fake.lock:
                 fake.requests.append(entry)
             fault = fake._take_fault(request.url.path)
-            if fault is not None and fault.kind in ("timeout", "slow"):
+            if fault is not None and fault.kind == "timeout":
+                # No answer until the client gives up, however slow it is to do so: a test
+                # never depends on the client's timeout beating a fixed delay.
+                deadline = time.monotonic() + max(fault.seconds, TIMEOUT_FAULT_CAP)
+                while time.monotonic() < deadline:
+                    if await request.is_disconnected():
+                        entry.status = 499  # nginx's "client closed request"; never sent
+                        return Response(status_code=499)
+                    await asyncio.sleep(0.02)
+            if fault is not None and fault.kind == "slow":
                 await asyncio.sleep(fault.seconds)
             if fault is not None and fault.kind == "status":
                 entry.status = fault.status

@@ -93,19 +93,26 @@ def wait_for_jobs(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> MatrixState:
+    """Poll until the `prefix` jobs are done; an API error is retried until the deadline.
+
+    At the deadline the last attempt's API error, if it failed, is what is raised (it
+    names the missing permission), else "not all finished".
+    """
     deadline = clock() + timeout
     while True:
+        error: WaitFailed | None = None
         try:
             state = matrix_state(
                 _list_jobs(api_url, repo, run_id, attempt, token), prefix, expected
             )
-        except WaitFailed:
-            if clock() >= deadline:
-                raise
-            state = MatrixState(False, "", 0)  # a transient API error: ask again
+        except WaitFailed as exc:
+            error = exc  # maybe transient: ask again until the deadline
+            state = MatrixState(False, "", 0)
         if state.done:
             return state
         if clock() >= deadline:
+            if error is not None:
+                raise error
             raise WaitFailed(
                 f"{state.seen} of {expected} `{prefix}` job(s) listed, not all finished "
                 f"after {timeout:.0f} s"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -14,7 +15,8 @@ import pytest
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from spyre_ci.ci.jobs_wait import matrix_state
+from spyre_ci.ci import jobs_wait
+from spyre_ci.ci.jobs_wait import WaitFailed, matrix_state, wait_for_jobs
 from spyre_ci.ci.local_workflow import parse_github_output
 from tests.support.fake_github import FakeGitHub
 
@@ -115,3 +117,29 @@ def test_bad_token_fails_after_the_timeout_naming_the_permission(run_wait: Any) 
     result, _ = run_wait("--matrix", matrix, "--interval", "0.05", "--timeout", "0.3", token="nope")
     assert result.returncode == 1
     assert "answered 401" in result.stderr and "actions: read" in result.stderr
+
+
+def test_the_deadline_passing_after_an_api_error_still_reports_that_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whenever the deadline passes, a wait whose last listing failed names that failure."""
+
+    def refused(*_: object) -> list[dict[str, Any]]:
+        raise WaitFailed("listing the jobs of run 77 answered 401: (needs `actions: read`)")
+
+    monkeypatch.setattr(jobs_wait, "_list_jobs", refused)
+    ticks = itertools.count(step=0.2)  # each look at the clock: 0.2 s later
+    with pytest.raises(WaitFailed, match="answered 401") as failed:
+        wait_for_jobs(
+            api_url="http://github.invalid",
+            repo=REPO,
+            run_id="77",
+            attempt="1",
+            token="nope",
+            prefix="test",
+            expected=1,
+            timeout=0.3,
+            sleep=lambda _: None,
+            clock=lambda: next(ticks),
+        )
+    assert "actions: read" in str(failed.value)

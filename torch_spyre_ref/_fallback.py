@@ -78,22 +78,39 @@ def run_on_cpu(
     scratch = _out_scratch(plan, kwargs, cpu_kwargs) if plan.out_args else []
     if plan.generator_arg is not None and cpu_kwargs.get(plan.generator_arg) is None:
         cpu_kwargs[plan.generator_arg] = _mode.generator()
-    if _mode.STATE.strict:
-        result = _strict.run(op, plan, cpu_args, cpu_kwargs, _call)
-    elif plan.out_args and not scratch:
+    if plan.out_args and not scratch:
+        views = _out_views(plan, kwargs, cpu_kwargs)
         try:
-            result = _call(op, plan, cpu_args, cpu_kwargs)
+            result = _run(op, plan, cpu_args, cpu_kwargs)
         except RuntimeError as error:
             if "not resizable" not in str(error):
                 raise
-            # The out tensor had the wrong shape: rerun with scratch outputs copied back.
-            scratch = _out_scratch(plan, kwargs, cpu_kwargs, force=True)
-            result = _call(op, plan, cpu_args, cpu_kwargs)
+            # An out tensor must grow its storage: rerun with scratch outputs copied back. The
+            # outs the first attempt already resized (and gave upstream's resize warning for)
+            # get empty scratch tensors, which resize silently: one warning per out, as on CPU.
+            resized = {id(out) for out, view in views if _geometry_differs(out, view)}
+            scratch = _out_scratch(plan, kwargs, cpu_kwargs, force=True, empty=resized)
+            result = _run(op, plan, cpu_args, cpu_kwargs)
+        else:
+            # The kernel may have resized a CPU view within the device storage (an ``out`` of
+            # another shape whose storage is large enough): the data is in place, as on CPU;
+            # the device tensor takes the new geometry.
+            for original, view in views:
+                if _geometry_differs(original, view):
+                    original.as_strided_(view.shape, view.stride(), original.storage_offset())
     else:
-        result = _call(op, plan, cpu_args, cpu_kwargs)
+        result = _run(op, plan, cpu_args, cpu_kwargs)
     for original, cpu_out in scratch:
         _copy_back(original, cpu_out)
     return _wrap_results(plan, result, args, kwargs)
+
+
+def _run(
+    op: torch._ops.OpOverload, plan: OpPlan, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    if _mode.STATE.strict:
+        return _strict.run(op, plan, args, kwargs, _call)
+    return _call(op, plan, args, kwargs)
 
 
 def _call(
@@ -116,11 +133,17 @@ def _has_number_for_tensor(plan: OpPlan, args: tuple[Any, ...]) -> bool:
 
 
 def _out_scratch(
-    plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any], force: bool = False
+    plan: OpPlan,
+    kwargs: dict[str, Any],
+    cpu_kwargs: dict[str, Any],
+    force: bool = False,
+    empty: frozenset[int] | set[int] = frozenset(),
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """CPU tensors for the ``out=`` arguments. A non-empty device ``out`` usually has the result's
-    shape already (structured kernels allocate it so), and then its zero-copy CPU view (made by
-    the conversion) is kept; an empty one is about to be resized, so it gets a scratch tensor."""
+    shape already (structured kernels allocate it so), and then a zero-copy CPU view is used
+    (``_out_views``); an empty one is about to be resized, so it gets a scratch tensor.
+    ``force``: scratch tensors for all; of the device geometry, or empty for the ``id``s in
+    ``empty``."""
     pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
     if not force:
         for name in plan.out_args:
@@ -134,13 +157,53 @@ def _out_scratch(
         scratch: list[Any] = []
         for out in outs:
             if isinstance(out, torch.Tensor) and not out.is_cpu:
-                cpu_out = torch.empty_strided(out.shape, out.stride(), dtype=out.dtype)
+                if id(out) in empty:
+                    cpu_out = torch.empty(0, dtype=out.dtype)
+                else:
+                    cpu_out = torch.empty_strided(out.shape, out.stride(), dtype=out.dtype)
                 pairs.append((out, cpu_out))
                 scratch.append(cpu_out)
             else:
                 scratch.append(out)
         cpu_kwargs[name] = type(value)(scratch) if isinstance(value, (list, tuple)) else scratch[0]
     return pairs
+
+
+def _out_views(
+    plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any]
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Give each device ``out=`` tensor a zero-copy CPU view whose storage reaches the end of the
+    device storage (a plain ``cpu_view`` ends with the tensor), so that the CPU kernel resizes it
+    in place whenever CPU would (when the storage is large enough); return (out, view) pairs."""
+    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for name in plan.out_args:
+        value = kwargs.get(name)
+        if isinstance(value, torch.Tensor):
+            view = _capacity_view(value)
+            if view is not None:
+                cpu_kwargs[name] = view
+                pairs.append((value, view))
+        elif isinstance(value, (list, tuple)):
+            views = []
+            for out, cpu in zip(value, cpu_kwargs[name], strict=True):
+                view = _capacity_view(out) if isinstance(out, torch.Tensor) else None
+                views.append(cpu if view is None else view)
+                if view is not None:
+                    pairs.append((out, view))
+            cpu_kwargs[name] = type(value)(views)
+    return pairs
+
+
+def _capacity_view(out: torch.Tensor) -> torch.Tensor | None:
+    if out.is_cpu or out.device.type != DEVICE_TYPE or out.is_conj() or out.is_neg():
+        return None
+    capacity = out.untyped_storage().nbytes() // out.element_size() - out.storage_offset()
+    whole = torch.ops.aten.as_strided.default(out, (capacity,), (1,), out.storage_offset())
+    return cpu_view(whole).as_strided(out.shape, out.stride(), 0)
+
+
+def _geometry_differs(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape != b.shape or a.stride() != b.stride()
 
 
 def _needs_scratch(value: Any) -> bool:
@@ -156,8 +219,8 @@ def _copy_back(original: torch.Tensor, cpu_out: torch.Tensor) -> None:
     tensor, growing its storage through the device allocator when needed."""
     if cpu_out.shape != original.shape or cpu_out.stride() != original.stride():
         elements = storage_bytes(cpu_out.shape, cpu_out.stride(), 1)
-        original.resize_(max(elements, 0))
-        original.as_strided_(cpu_out.shape, cpu_out.stride(), 0)
+        original.resize_(max(elements, 0))  # grows the storage from the storage offset
+        original.as_strided_(cpu_out.shape, cpu_out.stride(), original.storage_offset())
     if cpu_out.numel():
         cpu_view(original).copy_(cpu_out)
 

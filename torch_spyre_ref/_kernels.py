@@ -65,15 +65,30 @@ def resize_(
     needed += int(self.storage_offset()) * itemsize
     storage = self.untyped_storage()
     if storage.nbytes() < needed:
-        fresh = allocate((needed // itemsize,), (1,), self.dtype)
-        old_elements = storage.nbytes() // itemsize
-        if old_elements:
-            old = aten.as_strided.default(self, (old_elements,), (1,), 0)
-            cpu_view(fresh)[:old_elements].copy_(cpu_view(old))
-        aten.set_.source_Storage_storage_offset(
-            self, fresh.untyped_storage(), self.storage_offset(), self.shape, self.stride()
-        )
+        _grow_storage(storage, needed, self.dtype)
     return aten.resize_.default.redispatch(CPU_KEYSET, self, size, memory_format=memory_format)
+
+
+def _grow_storage(storage: torch.UntypedStorage, nbytes: int, dtype: torch.dtype) -> None:
+    """Grow ``storage`` itself to ``nbytes`` (every tensor on it sees the growth, as on CPU): a
+    fresh stick-padded device allocation takes the old bytes, then its memory is moved into the
+    storage (``_swap_data_ptr_`` needs equal sizes or an empty side, hence the empty step). The
+    old allocation is freed, and leaves the statistics, when the empty storage dies."""
+    itemsize = dtype.itemsize
+    fresh = allocate((-(-nbytes // itemsize),), (1,), dtype)
+    old_bytes = storage.nbytes()
+    if old_bytes:
+        cpu_view(fresh).view(torch.uint8)[:old_bytes].copy_(_bytes_of(storage))
+    # (torch's stubs do not declare the private StorageBase method _swap_data_ptr_)
+    storage._swap_data_ptr_(allocate((0,), (1,), torch.uint8).untyped_storage())  # type: ignore[attr-defined]
+    storage._swap_data_ptr_(fresh.untyped_storage())  # type: ignore[attr-defined]
+
+
+def _bytes_of(storage: torch.UntypedStorage) -> torch.Tensor:
+    """A CPU uint8 view of a spyre storage's bytes."""
+    device_bytes = torch.empty(0, dtype=torch.uint8, device="spyre")
+    aten.set_.source_Storage_storage_offset(device_bytes, storage, 0, (storage.nbytes(),), (1,))
+    return cpu_view(device_bytes)
 
 
 def _copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:

@@ -58,7 +58,7 @@ class BackendScope:
     def load(cls, paths: list[Path] | None = None) -> BackendScope:
         chosen = paths or shipped_manifest_paths()
         manifests = load_manifests(chosen)
-        scope = cls(_merge(manifests), [str(p) for p in chosen])
+        scope = cls(_merge(manifests), [str(Path(p).resolve()) for p in chosen])
         return scope
 
     def file_patterns(self) -> list[str]:

@@ -214,14 +214,28 @@ def test_command(
     """Run upstream PyTorch tests against spyre under a manifest: [-- pytest args]."""
     import pytest
 
-    from test_manifests.run import manifest_paths, read_selection, shipped_manifests
+    from test_manifests.run import BadShard, manifest_paths, read_selection, shipped_manifests
     from test_manifests.run import pytest_args as build_args
     from test_manifests.torch_test_devices import subprocess_env
 
-    chosen_manifests = list(manifests) or shipped_manifests()
+    if shard is not None and selection is None:
+        raise click.UsageError("--shard N needs --selection DIR (a `spyre-ci select` output)")
     roots = _roots(pytorch_src, device_src)
     try:
         chosen = read_selection(selection, shard) if selection else None
+    except BadShard as exc:
+        raise click.UsageError(str(exc)) from exc
+    except ManifestError as exc:
+        _fail(exc)
+        raise
+    if selection is not None and chosen is not None and not chosen.ids:
+        what = f"shard {shard} of selection {selection}" if shard else f"selection {selection}"
+        click.echo(f"{what} is empty: nothing to run", err=True)
+        sys.exit(0)
+    chosen_manifests = list(manifests) or _selection_manifests(chosen) or shipped_manifests()
+    if chosen is not None:
+        _warn_other_tree(pytorch_src, chosen.head_shas)
+    try:
         args = build_args(
             chosen_manifests,
             roots,
@@ -244,6 +258,50 @@ def test_command(
     )
     click.echo("pytest " + " ".join(args), err=True)
     sys.exit(int(pytest.main(args)))
+
+
+def _selection_manifests(chosen: object) -> list[Path]:
+    """The manifests `spyre-ci select` recorded (selection.json `manifests`); one that no
+    longer exists is a usage error naming it."""
+    recorded: list[Path] = list(getattr(chosen, "manifests", None) or [])
+    for path in recorded:
+        if not path.is_file():
+            raise click.UsageError(
+                f"manifest {path}, recorded in the selection's selection.json, no longer exists: "
+                "pass --manifest FILE"
+            )
+    return recorded
+
+
+def _warn_other_tree(pytorch_src: Path | None, head_shas: list[str]) -> None:
+    """One line on stderr when --pytorch-src is a git checkout at another commit than the
+    one the selection analysed (nothing when it is no git tree or no sha was recorded)."""
+    if pytorch_src is None or not head_shas:
+        return
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(pytorch_src), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2:
+        return
+    if Path(lines[0]).resolve() != pytorch_src.resolve():
+        return  # a plain directory inside some other repository: not a checkout of PyTorch
+    head = lines[1]
+    if head not in head_shas:
+        click.echo(
+            f"warning: --pytorch-src {pytorch_src} is at {head[:12]}, the selection analysed "
+            f"{head_shas[0][:12]}: the tests run may not be the tree that was analysed",
+            err=True,
+        )
 
 
 def register(group: click.Group) -> None:

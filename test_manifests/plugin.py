@@ -54,6 +54,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="LABEL",
         help="run only tests carrying this label (repeatable)",
     )
+    group.addoption(
+        "--manifest-select",
+        default=None,
+        metavar="FILE",
+        help="run only the node ids listed in FILE (relative to the PyTorch root); "
+        "ids the tree does not generate are reported, the others run",
+    )
 
 
 def path_roots(config: pytest.Config) -> PathRoots:
@@ -79,6 +86,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from test_manifests.session import ManifestSession
 
     config.pluginmanager.register(ManifestSession(config, manifest, roots), PLUGIN_NAME)
+    select = config.getoption("manifest_select", default=None)
+    if select:
+        from test_manifests.selected import PLUGIN_NAME as SELECT_NAME
+        from test_manifests.selected import SelectedIds, read_ids
+
+        root = Path(roots.torch_root or config.rootpath).resolve()
+        # registered after the session: its tryfirst hook runs before the manifest's filter
+        config.pluginmanager.register(
+            SelectedIds(Path(select), read_ids(Path(select)), root), SELECT_NAME
+        )
 
 
 def active_session(config: pytest.Config) -> Any:

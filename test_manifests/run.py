@@ -8,13 +8,19 @@ Selection contract (`--selection DIR --shard N`, written by `spyre-ci select`): 
 from `DIR/shards/N.txt` (one per line) if present, else from `DIR/selection.json`
 `selected[]` (strings, or objects with `id` and optional `shard`); `DIR/manifest.yaml` (an
 overlay), if present, is merged into the manifests. Ids are relative to the PyTorch root.
+A shard number outside 1..N (N: the shard files, else matrix.json, else selection.json) is
+a usage error; an empty shard runs nothing. pytest is given the files of the ids and the ids
+through `--manifest-select FILE` (test_manifests.selected): ids the tree does not generate
+are reported, the others run.
 """
 
 from __future__ import annotations
 
+import atexit
 import glob
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,32 +36,90 @@ def shipped_manifests() -> list[Path]:
     return sorted(SHIPPED_DIR.glob("*.yaml"))
 
 
+class BadShard(ValueError):
+    """A shard number the selection does not have (a usage error)."""
+
+
+class EmptySelection(ValueError):
+    """A selection (or shard) with no test ids: pytest must never get zero paths."""
+
+
 @dataclass
 class Selection:
     ids: list[str] = field(default_factory=list)
     overlay: Path | None = None
+    manifests: list[Path] = field(default_factory=list)  # recorded by `spyre-ci select`
+    head_shas: list[str] = field(default_factory=list)  # head.sha / head.upstream_sha
 
 
-def read_selection(directory: Path, shard: int | None) -> Selection:
-    """The node ids of one shard and the manifest overlay, per the contract above."""
-    selection = Selection()
-    overlay = directory / "manifest.yaml"
-    selection.overlay = overlay if overlay.is_file() else None
-    shard_file = directory / "shards" / f"{shard}.txt"
-    if shard is not None and shard_file.is_file():
-        lines = shard_file.read_text(encoding="utf-8").splitlines()
-        selection.ids = [
-            line.strip() for line in lines if line.strip() and not line.startswith("#")
-        ]
-        return selection
+def shard_count(directory: Path, doc: dict[str, object] | None) -> int | None:
+    """N of shards 1..N: the shard files, else matrix.json, else selection.json."""
+    numbers = [int(p.stem) for p in (directory / "shards").glob("*.txt") if p.stem.isdigit()]
+    if numbers:
+        return max(numbers)
+    try:
+        matrix = json.loads((directory / "matrix.json").read_text(encoding="utf-8"))
+        shards = [int(m["shard"]) for m in matrix.get("include", [])]
+        if shards:
+            return max(shards)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    summary = (doc or {}).get("summary")
+    if isinstance(summary, dict) and isinstance(summary.get("shards"), int):
+        return int(summary["shards"])
+    return None
+
+
+def _read_doc(directory: Path, required: bool) -> dict[str, object] | None:
     doc_path = directory / "selection.json"
+    if not required and not doc_path.is_file():
+        return None
     try:
         doc = json.loads(doc_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ManifestError(
             [ManifestIssue(str(doc_path), 0, 0, "", f"cannot read the selection: {exc}")]
         ) from exc
-    for item in doc.get("selected", []):
+    if not isinstance(doc, dict):
+        raise ManifestError(
+            [ManifestIssue(str(doc_path), 0, 0, "", "cannot read the selection: not an object")]
+        )
+    return doc
+
+
+def read_selection(directory: Path, shard: int | None) -> Selection:
+    """The node ids of one shard, the manifest overlay and the manifests the selection was
+    made with, per the contract above. Raises BadShard for a shard outside 1..N."""
+    selection = Selection()
+    overlay = directory / "manifest.yaml"
+    selection.overlay = overlay if overlay.is_file() else None
+    shard_file = directory / "shards" / f"{shard}.txt"
+    from_file = shard is not None and shard_file.is_file()
+    doc = _read_doc(directory, required=not from_file)
+    if doc is not None:
+        recorded = doc.get("manifests")
+        if isinstance(recorded, list):
+            selection.manifests = [Path(p) for p in recorded if isinstance(p, str)]
+        head = doc.get("head")
+        if isinstance(head, dict):
+            shas = (head.get("sha"), head.get("upstream_sha"))
+            selection.head_shas = [s for s in shas if isinstance(s, str) and s]
+    if shard is not None:
+        count = shard_count(directory, doc)
+        if count is None or not 1 <= shard <= count:
+            valid = f"1..{count}" if count else "none (it has no shards)"
+            raise BadShard(
+                f"--shard {shard}: selection {directory} has no shard {shard} (valid: {valid})"
+            )
+    if from_file:
+        lines = shard_file.read_text(encoding="utf-8").splitlines()
+        selection.ids = [
+            line.strip() for line in lines if line.strip() and not line.startswith("#")
+        ]
+        return selection
+    assert doc is not None
+    selected = doc.get("selected", [])
+    for item in selected if isinstance(selected, list) else []:
         node = item if isinstance(item, str) else item.get("id") or item.get("nodeid")
         item_shard = None if isinstance(item, str) else item.get("shard")
         if node and (shard is None or item_shard is None or int(item_shard) == shard):
@@ -150,8 +214,41 @@ def pytest_args(
     if not upstream_conftest:
         args.append("--noconftest")
     if selection is not None:
-        base = Path(roots.torch_root or ".")
-        args += [str(base / node) for node in selection.ids]
+        args += selected_args(selection, Path(roots.torch_root or "."))
     else:
         args += [str(f) for f in manifest_files(manifest, roots)]
     return args + extra
+
+
+def _ids_file(ids: list[str]) -> Path:
+    """The ids in a temporary file for `--manifest-select` (removed at exit)."""
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="spyre-ci-ids-", suffix=".txt", delete=False, encoding="utf-8"
+    ) as handle:
+        handle.write("".join(f"{i}\n" for i in ids))
+    path = Path(handle.name)
+    atexit.register(lambda: path.unlink(missing_ok=True))
+    return path
+
+
+def selected_args(selection: Selection, base: Path) -> list[str]:
+    """`--manifest-select IDS` and the existing files of the ids (never zero paths): an id
+    the tree does not generate is reported by the plugin instead of failing the others."""
+    if not selection.ids:
+        raise EmptySelection("the selection names no test ids: nothing to run")
+    files = list(dict.fromkeys(node.split("::", 1)[0] for node in selection.ids))
+    existing = [str(base / f) for f in files if (base / f).is_file()]
+    if not existing:
+        raise ManifestError(
+            [
+                ManifestIssue(
+                    str(base),
+                    0,
+                    0,
+                    "",
+                    f"none of the selected ids' files exists under {base}: {', '.join(files[:5])}"
+                    + (" ..." if len(files) > 5 else ""),
+                )
+            ]
+        )
+    return ["--manifest-select", str(_ids_file(selection.ids)), *existing]

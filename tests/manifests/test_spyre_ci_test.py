@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import git
 import pytest
 
 from test_manifests.run import SHIPPED_DIR
@@ -261,3 +264,141 @@ def test_pytorchs_own_pytest_ini_applies(tree: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed, 1 xfailed" in result.stdout
     assert "XFAIL test/test_ops_like.py::" in result.stdout
+
+
+SHARD_ID = "test/test_ops_like.py::TestOpsLikeSPYRE::test_plain_spyre_float16"
+
+
+def write_selection(
+    tree: Path, shards: dict[int, str], manifests: list[str] | None = None, sha: str = ""
+) -> Path:
+    """A `spyre-ci select` output at tree/selection: shard files and selection.json."""
+    selection = tree / "selection"
+    (selection / "shards").mkdir(parents=True)
+    for n, text in shards.items():
+        (selection / "shards" / f"{n}.txt").write_text(text)
+    doc = {"manifests": manifests or [], "head": {"label": "h", "sha": sha}, "selected": []}
+    (selection / "selection.json").write_text(json.dumps(doc))
+    return selection
+
+
+def test_an_empty_shard_runs_nothing_and_exits_0(tree: Path) -> None:
+    # select writes shards 1..--shards for a fixed matrix; shard 3 has no test
+    selection = write_selection(tree, {1: SHARD_ID + "\n", 2: "", 3: "", 4: ""})
+    for cwd in (tree, tree / "test"):  # from inside the checkout nothing else runs either
+        result = spyre_ci_test(
+            str(tree / "m.yaml"),
+            src=tree,
+            cwd=cwd,
+            options=("--selection", str(selection), "--shard", "3"),
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"shard 3 of selection {selection} is empty: nothing to run" in result.stderr
+        assert "passed" not in result.stdout and "pytest " not in result.stderr
+
+
+@pytest.mark.parametrize("shard", ["0", "9"])
+def test_a_shard_outside_the_selection_is_a_usage_error(tree: Path, shard: str) -> None:
+    selection = write_selection(tree, {1: SHARD_ID + "\n", 2: "", 3: "", 4: ""})
+    result = spyre_ci_test(
+        "m.yaml", src=tree, cwd=tree, options=("--selection", str(selection), "--shard", shard)
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"--shard {shard}" in result.stderr and "valid: 1..4" in result.stderr
+    assert "passed" not in result.stdout
+
+
+def test_a_shard_without_a_selection_is_a_usage_error(tree: Path) -> None:
+    result = spyre_ci_test("m.yaml", src=tree, cwd=tree, options=("--shard", "2"))
+    assert result.returncode == 2
+    assert "--shard N needs --selection DIR" in result.stderr
+    assert "passed" not in result.stdout
+
+
+def test_a_selection_runs_under_the_manifests_it_was_made_with(tree: Path) -> None:
+    # no --manifest: selection.json's manifests apply, not the shipped ones (which do not
+    # name test_ops_like.py and would select zero tests)
+    selection = write_selection(tree, {1: SHARD_ID + "\n"}, manifests=[str(tree / "m.yaml")])
+    junit = tree / "shard.xml"
+    result = spyre_ci(
+        "test",
+        "--pytorch-src",
+        str(tree),
+        "--selection",
+        str(selection),
+        "--shard",
+        "1",
+        "--",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        cwd=tree,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"--manifest {tree / 'm.yaml'}" in result.stderr
+    assert [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")] == [
+        "test_plain_spyre_float16"
+    ]
+
+
+def test_a_recorded_manifest_that_is_gone_is_an_error_naming_it(tree: Path) -> None:
+    gone = tree / "gone.yaml"
+    selection = write_selection(tree, {1: SHARD_ID + "\n"}, manifests=[str(gone)])
+    result = spyre_ci(
+        "test", "--pytorch-src", str(tree), "--selection", str(selection), "--shard", "1", cwd=tree
+    )
+    assert result.returncode == 2
+    assert f"manifest {gone}" in result.stderr and "no longer exists" in result.stderr
+
+
+def _git_tree(tree: Path) -> str:
+    repo = git.Repo.init(tree)
+    repo.index.add(["test/test_ops_like.py"])
+    return repo.index.commit("upstream").hexsha
+
+
+def test_a_checkout_at_another_commit_than_analysed_is_warned_about(tree: Path) -> None:
+    head = _git_tree(tree)
+    for sha, warned in (("0" * 40, True), (head, False)):
+        selection = write_selection(tree, {1: SHARD_ID + "\n"}, [str(tree / "m.yaml")], sha)
+        result = spyre_ci_test(
+            src=tree, cwd=tree, options=("--selection", str(selection), "--shard", "1")
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        warning = f"warning: --pytorch-src {tree} is at {head[:12]}, the selection analysed"
+        assert (warning in result.stderr) is warned, result.stderr
+        shutil.rmtree(selection)
+
+
+def test_ids_the_tree_does_not_generate_are_reported_and_the_others_run(tree: Path) -> None:
+    bogus = "test/test_ops_like.py::TestOpsLikeSPYRE::test_plain_spyre_int7"
+    other = "test/test_gone.py::TestGoneSPYRE::test_x_spyre"
+    selection = write_selection(tree, {1: f"{bogus}\n{SHARD_ID}\n{other}\n"})
+    result = spyre_ci_test(
+        "m.yaml", src=tree, cwd=tree, options=("--selection", str(selection), "--shard", "1")
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    assert f"NOT FOUND {bogus}" in result.stdout and f"NOT FOUND {other}" in result.stdout
+    assert "2 of 3 selected test id(s) not found" in result.stdout
+
+
+def test_a_shard_whose_ids_all_do_not_exist_fails_naming_them(tree: Path) -> None:
+    bogus = "test/test_ops_like.py::TestOpsLikeSPYRE::test_plain_spyre_int7"
+    selection = write_selection(tree, {1: f"{bogus}\n"})
+    result = spyre_ci_test(
+        "m.yaml", src=tree, cwd=tree, options=("--selection", str(selection), "--shard", "1")
+    )
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    assert "none of the 1 test id(s)" in result.stderr and bogus in result.stderr
+    assert "passed" not in result.stdout
+
+
+def test_a_class_id_runs_every_test_of_that_class(tree: Path) -> None:
+    # run_as of a `*` pattern: the whole instantiated class
+    selection = write_selection(tree, {1: "test/test_ops_like.py::TestOpsLikeSPYRE\n"})
+    result = spyre_ci_test(
+        "m.yaml", src=tree, cwd=tree, options=("--selection", str(selection), "--shard", "1")
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed, 1 xfailed" in result.stdout

@@ -2,14 +2,22 @@
 PrivateUse1 allocator, so ``torch.UntypedStorage(n, device="spyre")`` (used by ``deepcopy``,
 ``storage.clone()`` and ``torch.load``) would dereference a missing allocator. Storage
 construction on spyre is routed to the device allocator instead.
+
+Printing a tensor and the test harness's comparisons (``torch.testing.assert_close``,
+``TestCase.assertEqual``) are host-side inspection, not device programs: they convert to float64
+and run many small ops, which strict mode would reject. They run with strict mode suspended.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.testing._comparison
 
+from torch_spyre_ref import _mode
 from torch_spyre_ref._allocator import allocate
 
 _original_new = torch.UntypedStorage.__new__
@@ -46,6 +54,30 @@ def _storage_to_spyre(self: Any, device: Any = None, non_blocking: bool = False)
     return new_device_storage(self.nbytes()).copy_(self, non_blocking)
 
 
+def _outside_strict_mode(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with strict mode suspended while it runs (it inspects tensors on the host)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not _mode.STATE.strict:
+            return fn(*args, **kwargs)
+        with _mode.strict_mode(False):
+            return fn(*args, **kwargs)
+
+    wrapper.__spyre_outside_strict_mode__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _exempt(owner: Any, name: str) -> None:
+    fn = getattr(owner, name)
+    if not getattr(fn, "__spyre_outside_strict_mode__", False):
+        setattr(owner, name, _outside_strict_mode(fn))
+
+
 def install() -> None:
+    # Tensor.__repr__ (and so str/print) formats through torch._tensor_str._str; assert_close and
+    # TestCase.assertEqual compare tensors through TensorLikePair.compare.
+    _exempt(torch._tensor_str, "_str")
+    _exempt(torch.testing._comparison.TensorLikePair, "compare")
     torch.UntypedStorage.__new__ = _storage_new  # type: ignore[method-assign]
     torch.UntypedStorage.spyre = _storage_to_spyre  # type: ignore[attr-defined]

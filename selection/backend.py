@@ -21,8 +21,8 @@ from test_manifests import (
     template_scope,
 )
 from test_manifests import TestInstance as ManifestInstance
+from test_manifests.decisions import Resolution
 from test_manifests.merge import merge_manifests
-from test_manifests.rules import listed_entries, matching_file
 
 SHIPPED_MANIFESTS = Path(test_manifests.__file__).with_name("manifests")
 _REGEX_CHARS = set("*+?[]()|^$\\{}")
@@ -37,7 +37,7 @@ class ScopeAnswer:
     runs: bool
     mode: str
     reason: str
-    reason_final: bool = True  # False: computed without looking up the entry's reason
+    reason_final: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,16 +82,6 @@ class BackendScope:
     def supported_ops(self) -> set[str] | None:
         ops = self.manifest.suite.global_.supported_ops
         return None if ops is None else {op.name for op in ops}
-
-    def _entry_reason(self, instance: TestInstance) -> str | None:
-        """The `reason:` of the tests[] entry naming this template (skips carry one)."""
-        found = matching_file(self.manifest, instance.file, None)
-        if found is None:
-            return None
-        for _, entry in listed_entries(found[1], instance.test_class, instance.template):
-            if entry.reason:
-                return f"{entry.mode.value}: {entry.reason}"
-        return None
 
     def _template_scope(self, instance: TestInstance) -> TemplateScope:
         key = (instance.file, instance.test_class, instance.template)
@@ -140,11 +130,9 @@ class BackendScope:
         resolution = resolve(self.manifest, manifest_instance)
         mode = resolution.mode.value if resolution.mode is not None else "skip"
         reason = resolution.reason or _rule(resolution)
-        mode_decision = (resolution.decisions or {}).get("mode")
-        skipped = mode_decision is not None and mode_decision.value == "skip"
-        if with_reason and not resolution.runs and skipped:
-            reason = self._entry_reason(instance) or reason
-        answer = ScopeAnswer(resolution.runs, mode, reason, with_reason)
+        if not resolution.runs:
+            reason = _not_run_reason(resolution)
+        answer = ScopeAnswer(resolution.runs, mode, reason, True)
         self._cache[key] = answer
         return answer
 
@@ -167,6 +155,25 @@ def _merge(manifests: list[Manifest]) -> Manifest:
                 data["test_suite_config"].pop(key, None)
             relaxed.append(Manifest.model_validate(data))
         return merge_manifests(relaxed)
+
+
+def _not_run_reason(resolution: Resolution) -> str:
+    """Why the manifests do not run an instance, as `spyre-ci manifest explain` says it: the
+    op/module/dtype the filters left out (`cdist out <- not in global.supported_ops`), or
+    the skip entry's own reason, then the rule that decided the mode."""
+    decisions = resolution.decisions or {}
+    filtered = [
+        f"{d.value} <- {d.rule}"
+        for aspect in ("op", "module", "dtype")
+        if (d := decisions.get(aspect)) is not None and d.value.endswith(" out")
+    ]
+    mode = decisions.get("mode")
+    rule = mode.rule if mode is not None else _rule(resolution)
+    if not resolution.reused and filtered:
+        return f"{'; '.join(filtered)} ({rule})"
+    if resolution.reason:
+        return f"skip: {resolution.reason}"
+    return rule
 
 
 def _rule(resolution: object) -> str:

@@ -3,9 +3,12 @@ what is detected, mapped, scoped and decided."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from selection.errors import BadInput
+from selection.pipeline import SelectOptions, prepare, run_pipeline
 from tests.selection.conftest import Select, counts, ids
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
@@ -319,3 +322,31 @@ def test_an_expected_failure_removed_upstream_asks_for_a_manifest_change_and_run
     assert isinstance(findings, list) and len(findings) == 1
     finding = str(findings[0])
     assert "OpInfo 'exp' modified" in finding and "make them mandatory_success" in finding
+
+
+def test_a_dropped_instance_carries_the_reason_the_manifest_resolution_gives(
+    upstream: UpstreamRepo, tmp_path: Path
+) -> None:
+    # test_out has an xfail entry with a reason; mul and float64 are outside the device's
+    # support: the drop says so (as `spyre-ci manifest explain`), not the xfail's reason
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_ops.py\n"
+        "      tests:\n        - names: [TestCommon::test_out]\n          mode: xfail\n"
+        "          reason: out= into a tensor of the wrong layout\n"
+        "  global:\n    supported_dtypes: [float16, float32]\n    supported_ops: [add]\n"
+    )
+    head = change_mul_samples(upstream)
+    request, _ = prepare(
+        SelectOptions(
+            from_=upstream.base, to=head, pytorch_repo=upstream.path, manifests=[manifest]
+        )
+    )
+    state = run_pipeline(request)
+    reasons = {d.node_id.rsplit("::", 1)[-1]: d.reason for d in state.dropped}
+    assert reasons["test_out_mul_spyre_float16"] == (
+        "manifest: mul out <- not in global.supported_ops "
+        "(listed, but its op/module/dtype is filtered out)"
+    )
+    assert reasons["test_out_mul_spyre_float64"].startswith("manifest: mul out <- not in")
+    assert not any("wrong layout" in r for r in reasons.values())

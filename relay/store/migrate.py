@@ -68,6 +68,10 @@ def _ensure_table(store: Store) -> None:
 
 def _lock(tx: Tx) -> None:
     if tx.dialect == "postgres":
+        # Another starter may hold the lock for a long migration: wait for it, and let
+        # a migration's statements run as long as they need.
+        tx.execute("SET LOCAL lock_timeout = 0")
+        tx.execute("SET LOCAL statement_timeout = 0")
         tx.scalar("SELECT pg_advisory_xact_lock(?)", (_ADVISORY_LOCK_KEY,))
 
 

@@ -14,9 +14,11 @@ Fixtures (imported by tests/conftest.py):
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -101,9 +103,40 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def pids(self) -> list[int]:
+        """The postmaster and every process it started (backends, background workers)."""
+        postmaster = int((self.datadir / "postmaster.pid").read_text().split()[0])
+        found = [postmaster]
+        for pid in found:
+            children = Path(f"/proc/{pid}/task/{pid}/children")
+            with contextlib.suppress(OSError):
+                found.extend(int(p) for p in children.read_text().split())
+        return found
+
+    def freeze(self) -> None:
+        """SIGSTOP the server and its backends: alive for the kernel (which still
+        accepts connections and acknowledges data), silent for clients."""
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        if not (self.datadir / "postmaster.pid").exists():
+            return
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def halt(self) -> None:
+        """Stop the server (fast mode) but keep its data directory: a database outage."""
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "-w", "stop")
+
     def stop(self) -> None:
         """Stop at once (immediate mode) and remove the data directory; idempotent."""
         if not self.datadir.exists():
+            return
+        if not (self.datadir / "postmaster.pid").exists():  # halted
+            shutil.rmtree(self.root, ignore_errors=True)
             return
         try:
             self._run(

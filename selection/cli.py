@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -238,9 +239,9 @@ def select_command(**kw: Any) -> None:
     try:
         code = _select(kw, console)
     except SelectionError as exc:
-        Console(stderr=True).print(
-            f"[bold red]error:[/] {exc}", highlight=False
-        )  # even with --quiet
+        Console(stderr=True).print(  # even with --quiet; paths never broken across lines
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+        )
         sys.exit(exc.exit_code)
     sys.exit(code)
 

@@ -47,7 +47,25 @@ class SelectOptions:
     available_versions: Callable[[], list[str]] = available_versions
 
 
+def _conflicts(options: SelectOptions) -> list[str]:
+    """Options that the mode they are given with would silently ignore."""
+    if options.pr is not None:
+        given = [
+            name for name, value in (("--from", options.from_), ("--to", options.to)) if value
+        ] + (["--diff"] if options.diff is not None else [])
+        return [f"--pr with {', '.join(given)}"] if given else []
+    found = []
+    if options.diff is not None and options.to:
+        found.append("--diff with --to (the head is the base plus the diff)")
+    if options.base:
+        found.append("--base without --pr (--base is the PR's base branch)")
+    return found
+
+
 def _mode(options: SelectOptions) -> str:
+    conflicts = _conflicts(options)
+    if conflicts:
+        raise BadInput(f"bad option combination: {'; '.join(conflicts)}")
     if options.diff is not None:
         return "diff"
     if options.pr is not None:
@@ -133,9 +151,8 @@ def prepare(
     paths = changed_paths(repo, base.sha, head.sha)
     facts = load_device_facts(options.capabilities)
     if facts.problem:
-        extra.append(facts.problem)
-    facts = load_device_facts(options.capabilities)
-    if facts.problem:
+        if options.capabilities is not None:  # asked for by name: not usable is bad input
+            raise BadInput(f"--capabilities {options.capabilities}: {facts.problem}")
         extra.append(facts.problem)
     request = SelectionRequest(
         base,

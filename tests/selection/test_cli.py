@@ -230,3 +230,45 @@ def test_a_template_that_cannot_be_enumerated_runs_as_its_whole_class(
     assert (wild["id"], wild["exact"]) == ("test/test_ops.py::TestCommonSPYRE::test_sizes*", False)
     assert wild["run_as"] == "test/test_ops.py::TestCommonSPYRE"
     assert (out / "shards" / "1.txt").read_text().split() == ["test/test_ops.py::TestCommonSPYRE"]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--pr", "102", "--from", "__BASE__", "--to", "HEAD"], "--pr with --from, --to"),
+        (["--pr", "102", "--diff", "__PATCH__"], "--pr with --diff"),
+        (["--from", "__BASE__", "--diff", "__PATCH__", "--to", "HEAD"], "--diff with --to"),
+        (["--from", "__BASE__", "--to", "HEAD", "--base", "main"], "--base without --pr"),
+    ],
+)
+def test_conflicting_options_are_a_bad_option_combination(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, args: list[str], named: str
+) -> None:
+    patch = tmp_path / "fix.patch"
+    patch.write_text("")
+    args = [
+        str(patch) if a == "__PATCH__" else upstream.base if a == "__BASE__" else a for a in args
+    ]
+    out = tmp_path / "out"
+    code, _, stderr = run_select(mode_args(upstream, args, manifest, out), tmp_path / "cache")
+    assert code == EXIT_BAD_INPUT
+    message = " ".join(stderr.split())
+    assert "bad option combination" in message and named in message
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("content", [None, "supported_dtypes: [[[\n", "- not a mapping\n"])
+def test_an_unusable_capability_file_is_bad_input_naming_it(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path, content: str | None
+) -> None:
+    capabilities = tmp_path / "caps.yaml"
+    if content is not None:
+        capabilities.write_text(content)
+    out = tmp_path / "out"
+    code, _, stderr = run_select(
+        [*range_args(upstream, canary_head, manifest, out), "--capabilities", str(capabilities)],
+        tmp_path / "cache",
+    )
+    assert code == EXIT_BAD_INPUT
+    assert f"--capabilities {capabilities}" in " ".join(stderr.split())
+    assert not out.exists()

@@ -13,7 +13,7 @@ from starlette.requests import ClientDisconnect
 from relay.allowlist_source import AllowlistUnavailable
 from relay.store import StoreUnavailable
 from relay.webhook.ingest import StoredDelivery, ingest_async, parse_json_object
-from relay.webhook.routing import route
+from relay.webhook.routing import BadPayload, route
 from relay.webhook.signature import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -75,7 +75,14 @@ def router(state: RelayState) -> APIRouter:
             state.metrics.deliveries.labels(event, "rejected_400").inc()
             return JSONResponse({"error": f"body is not a JSON object: {exc}"}, status_code=400)
 
-        decision = route(event, payload, state.config.upstream_repo)
+        try:
+            decision = route(event, payload, state.config.upstream_repo)
+        except BadPayload as exc:
+            state.metrics.deliveries.labels(event, "rejected_400").inc()
+            log.warning(
+                "webhook rejected: %s", exc, extra={"delivery_id": delivery_id, "status": 400}
+            )
+            return JSONResponse({"error": str(exc)}, status_code=400)
         if not decision.upstream:
             state.metrics.deliveries.labels(event, "ignored").inc()
             log.debug(

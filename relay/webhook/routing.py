@@ -32,36 +32,79 @@ class Route:
         return self.kind == "ignored"
 
 
+class BadPayload(ValueError):
+    """A signed webhook body whose fields do not have GitHub's shape (answered 400)."""
+
+
+def _type_name(value: object) -> str:
+    return {str: "a string", list: "a list", bool: "a boolean", int: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _object(parent: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+    """`parent[key]` when it is an object, `{}` when absent or null; otherwise BadPayload."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadPayload(f"field {path} must be an object, not {_type_name(value)}")
+    return value
+
+
+def _objects(parent: dict[str, Any], key: str, path: str) -> list[dict[str, Any]]:
+    """`parent[key]` when it is a list of objects, `[]` when absent or null."""
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadPayload(f"field {path} must be a list, not {_type_name(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise BadPayload(f"field {path}[{index}] must be an object, not {_type_name(item)}")
+    return value
+
+
 def _pr_facts(payload: dict[str, Any]) -> tuple[int | None, str | None]:
-    pr = payload.get("pull_request") or {}
+    pr = _object(payload, "pull_request", "pull_request")
+    _objects(pr, "labels", "pull_request.labels")  # read by the dispatch record
     number = payload.get("number", pr.get("number"))
-    head = (pr.get("head") or {}).get("sha")
-    return (int(number) if isinstance(number, int) else None, head)
+    head = _object(pr, "head", "pull_request.head").get("sha")
+    return (int(number) if isinstance(number, int) else None, _text(head))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _check_facts(event: str, payload: dict[str, Any]) -> tuple[int | None, str | None]:
-    obj = payload.get(event) or {}
-    prs = obj.get("pull_requests") or []
-    number = prs[0].get("number") if prs and isinstance(prs[0], dict) else None
-    return (number if isinstance(number, int) else None, obj.get("head_sha"))
+    obj = _object(payload, event, event)
+    _object(obj, "app", f"{event}.app")  # read by the rerun hook
+    prs = _objects(obj, "pull_requests", f"{event}.pull_requests")
+    number = prs[0].get("number") if prs else None
+    return (number if isinstance(number, int) else None, _text(obj.get("head_sha")))
 
 
 def route(event: str, payload: dict[str, Any], upstream_repo: str) -> Route:
-    repo = (payload.get("repository") or {}).get("full_name")
+    """Raises `BadPayload` (naming the field) when a relayed event's fields that the
+    relay reads do not have GitHub's shape."""
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
     if event not in CRCR_EVENTS:
+        repository = payload.get("repository")
+        repo = repository.get("full_name") if isinstance(repository, dict) else None
         return Route("ignored", f"event {event!r} is not relayed", repo, action, upstream=False)
+    repo = _object(payload, "repository", "repository").get("full_name")
     if not isinstance(repo, str) or repo.lower() != upstream_repo.lower():
         return Route(
             "ignored", f"repository {repo!r} is not {upstream_repo}", repo, action, upstream=False
         )
     if event == "push":
-        return Route("dispatch", "push", repo, action, None, payload.get("after"))
+        return Route("dispatch", "push", repo, action, None, _text(payload.get("after")))
     if event == "pull_request":
         number, head = _pr_facts(payload)
         if action in DISPATCHED_PR_ACTIONS:
             return Route("dispatch", f"pull_request {action}", repo, action, number, head)
-        label = ((payload.get("label") or {}).get("name")) or ""
+        label = _text(_object(payload, "label", "label").get("name")) or ""
         if action in ("labeled", "unlabeled") and label.startswith(CRCR_LABEL_PREFIX):
             device = label[len(CRCR_LABEL_PREFIX) :]
             return Route("label", f"label {label}", repo, action, number, head, device or None)

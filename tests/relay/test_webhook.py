@@ -178,6 +178,37 @@ def test_signed_body_that_is_not_a_json_object_is_400(relay: InProcessRelay) -> 
     assert _post(relay, body, signed_headers("push", body)).status_code == 400
 
 
+MALFORMED = [
+    ("pull_request.opened", ["pull_request"], "x", "pull_request"),
+    ("pull_request.opened", ["pull_request", "head"], "x", "pull_request.head"),
+    ("pull_request.opened", ["pull_request", "labels"], ["x"], "pull_request.labels[0]"),
+    ("pull_request.labeled", ["label"], "x", "label"),
+    ("check_run.rerequested", ["check_run"], "x", "check_run"),
+    ("check_run.rerequested", ["check_run", "pull_requests"], "x", "check_run.pull_requests"),
+    ("check_suite.rerequested", ["check_suite"], [], "check_suite"),
+    ("push", ["repository"], "Codertocat/Hello-World", "repository"),
+    ("pull_request.opened", ["repository"], "Codertocat/Hello-World", "repository"),
+]
+
+
+@pytest.mark.parametrize(("fixture", "path", "value", "field"), MALFORMED)
+def test_signed_body_of_the_wrong_shape_is_400_naming_the_field(
+    relay: InProcessRelay, fixture: str, path: list[str], value: object, field: str
+) -> None:
+    payload = json.loads(fixture_body(fixture))
+    payload["repository"]["full_name"] = UPSTREAM
+    parent = payload
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    body = json.dumps(payload).encode()
+    event = fixture.split(".")[0]
+    response = _post(relay, body, signed_headers(event, body))
+    assert response.status_code == 400, response.text
+    assert f"field {field} must be" in response.json()["error"]
+    assert _rows(relay, "SELECT delivery_id FROM deliveries") == []
+
+
 def test_several_secrets_are_accepted_for_rotation(sqlite_url: str, allowlist: object) -> None:
     from tests.relay.conftest import make_config
 

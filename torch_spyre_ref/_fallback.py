@@ -76,8 +76,8 @@ def run_on_cpu(
             f"spyre:0 and cpu! (when checking arguments for {plan.name})"
         )
     scratch = _out_scratch(plan, kwargs, cpu_kwargs) if plan.out_args else []
-    if plan.generator_arg is not None and cpu_kwargs.get(plan.generator_arg) is None:
-        cpu_kwargs[plan.generator_arg] = _mode.generator()
+    if plan.generator_arg is not None:
+        _device_generator(plan, args, kwargs, cpu_kwargs)
     if plan.out_args and not scratch:
         views = _out_views(plan, kwargs, cpu_kwargs)
         try:
@@ -111,6 +111,28 @@ def _run(
     if _mode.STATE.strict:
         return _strict.run(op, plan, args, kwargs, _call)
     return _call(op, plan, args, kwargs)
+
+
+def _device_generator(
+    plan: OpPlan, args: tuple[Any, ...], kwargs: dict[str, Any], cpu_kwargs: dict[str, Any]
+) -> None:
+    """Random ops draw from the device generator. A generator passed by the caller is a CPU one
+    (no ``torch.Generator(device="spyre")`` can exist without a C++ hooks object): reject it as
+    other devices reject a generator of the wrong device type."""
+    name = plan.generator_arg
+    assert name is not None
+    given = kwargs.get(name)
+    position = plan.positions[name]
+    if given is None and position < len(args):
+        given = args[position]
+    if given is not None:
+        raise RuntimeError(
+            f"Expected a 'spyre' device type for generator but found '{given.device.type}' "
+            f"(in {plan.name}): the spyre device has no torch.Generator objects (a pure-Python "
+            "backend cannot create them); omit generator= and seed the device generator with "
+            "torch.spyre.manual_seed or torch.manual_seed"
+        )
+    cpu_kwargs[name] = _mode.generator()
 
 
 def _call(

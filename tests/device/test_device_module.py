@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -119,3 +120,39 @@ def test_rng_state_round_trip() -> None:
     assert torch.equal(torch.rand(4, device="spyre").cpu(), first)
     with spyre_module.device(0):
         assert spyre_module.current_device() == 0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.zeros(2, device="spyre:3"),
+        lambda: torch.empty_strided((2, 2), (1, 2), device="spyre:1"),
+        lambda: torch.ones(2).to("spyre:1"),
+        lambda: torch.ones(2).spyre(1),  # type: ignore[attr-defined]
+        lambda: torch.ones(2, device="spyre").to("spyre:1"),
+        lambda: torch.randn(2, device=torch.device("spyre", spyre_module.device_count())),
+    ],
+)
+def test_invalid_device_index_raises_naming_index_and_count(make: Callable[[], object]) -> None:
+    count = spyre_module.device_count()
+    with pytest.raises(
+        RuntimeError, match=rf"invalid device ordinal \d.*device_count\(\) is {count}"
+    ):
+        make()
+    assert torch.zeros(2, device=f"spyre:{count - 1}").device == torch.device("spyre", count - 1)
+
+
+def test_cpu_generator_is_rejected_for_spyre_random_ops() -> None:
+    cpu_generator = torch.Generator().manual_seed(0)
+    for make in (
+        lambda: torch.randn(2, device="spyre", generator=cpu_generator),
+        lambda: torch.rand(2, device="spyre", generator=cpu_generator),
+        lambda: torch.zeros(3, device="spyre").normal_(generator=cpu_generator),
+        lambda: torch.randperm(4, device="spyre", generator=cpu_generator),
+    ):
+        with pytest.raises(RuntimeError, match="Expected a 'spyre' device type for generator"):
+            make()
+    spyre_module.manual_seed(3)
+    first = torch.randn(4, device="spyre").cpu()
+    spyre_module.manual_seed(3)
+    assert torch.equal(torch.randn(4, device="spyre").cpu(), first)

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 class AllowlistUnavailable(Exception):
-    """No allowlist could be loaded yet."""
+    """No allowlist could be loaded yet (the message names the source and the reason)."""
 
 
 class AllowlistSource:
@@ -31,6 +31,15 @@ class AllowlistSource:
         self._checked_at: float | None = None
         self._etag: str | None = None
         self._mtime: float | None = None
+        self._error: str | None = None
+
+    def load(self) -> Allowlist:
+        """Read the allowlist now (at start): `AllowlistUnavailable` says why it cannot
+        be used, naming the source and, for a parse error, the line."""
+        with self._lock:
+            self._checked_at = self._clock.now()
+            self._refresh()
+            return self._available()
 
     @property
     def is_url(self) -> bool:
@@ -48,19 +57,34 @@ class AllowlistSource:
             if self._checked_at is None or now - self._checked_at >= self.min_refresh_seconds:
                 self._checked_at = now
                 self._refresh()
-            if self._current is None:
-                raise AllowlistUnavailable(f"allowlist {self.source} could not be loaded")
-            return self._current
+            return self._available()
+
+    def _available(self) -> Allowlist:
+        if self._current is None:
+            raise AllowlistUnavailable(
+                f"allowlist {self.source} could not be loaded: {self._error or 'unknown error'}"
+            )
+        return self._current
 
     def _refresh(self) -> None:
         try:
             text = self._fetch_url() if self.is_url else self._read_file()
             if text is not None:
                 self._current = parse_allowlist(text, self.source)
+                self._error = None
         except (OSError, httpx.HTTPError, AllowlistError) as exc:
+            reason = str(exc) or type(exc).__name__
             if self._current is None:
-                raise
-            log.error("allowlist refresh failed, keeping the last good one: %s", exc)
+                self._error = reason
+                log.error("allowlist %s could not be loaded: %s", self.source, reason)
+                return
+            if reason != self._error:  # once per distinct failure, not every refresh
+                log.error(
+                    "allowlist %s refresh failed, keeping the last good one: %s",
+                    self.source,
+                    reason,
+                )
+            self._error = reason
 
     def _read_file(self) -> str | None:
         path = Path(self.source)

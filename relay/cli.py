@@ -32,15 +32,25 @@ def _load(config_path: Path | None) -> Any:
         raise click.ClickException(str(exc)) from exc
 
 
-def _state(config_path: Path | None) -> Any:
+def _state(config_path: Path | None, *, check_allowlist: bool = False) -> Any:
+    """The relay state; `check_allowlist` refuses to go on (exit 1) with an allowlist
+    that cannot be loaded, naming its source and the error (serve, worker)."""
+    from relay.allowlist_source import AllowlistSource, AllowlistUnavailable
     from relay.state import build_state
     from relay.store import StoreError
 
     config = _load(config_path)
     try:
-        return build_state(config)
+        state = build_state(config)
     except StoreError as exc:
         raise click.ClickException(f"relay store {config.store_url}: {exc}") from exc
+    if check_allowlist and isinstance(state.allowlist, AllowlistSource):
+        try:
+            state.allowlist.load()
+        except AllowlistUnavailable as exc:
+            state.close()
+            raise click.ClickException(str(exc)) from exc
+    return state
 
 
 def _start_worker(state: Any) -> tuple[threading.Event, threading.Thread]:
@@ -76,7 +86,7 @@ def serve(
     from relay.logs import configure_logging
 
     configure_logging(log_level)
-    state = _state(config_path)
+    state = _state(config_path, check_allowlist=True)
     mismatch = public_url_port_mismatch(state.config, port)
     if mismatch is not None:
         raise click.UsageError(mismatch)
@@ -99,7 +109,7 @@ def worker(config_path: Path | None, log_level: str, metrics_port: int | None) -
     from relay.worker import Worker
 
     configure_logging(log_level)
-    state = _state(config_path)
+    state = _state(config_path, check_allowlist=True)
     if metrics_port is not None:
         from prometheus_client import start_http_server
 

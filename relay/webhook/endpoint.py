@@ -93,7 +93,13 @@ def router(state: RelayState) -> APIRouter:
         delivery = StoredDelivery(delivery_id, event, payload, body, state.clock.now())
         try:
             result = await ingest_async(state, delivery, decision)
-        except (StoreUnavailable, AllowlistUnavailable) as exc:
+        except AllowlistUnavailable as exc:
+            state.metrics.deliveries.labels(event, "unavailable").inc()
+            log.error("%s", exc, extra={"delivery_id": delivery_id, "event": event})
+            return JSONResponse(
+                {"error": "relay allowlist unavailable, retry later"}, status_code=503
+            )
+        except StoreUnavailable as exc:
             state.metrics.deliveries.labels(event, "unavailable").inc()
             log.error(
                 "store unavailable: %s", exc, extra={"delivery_id": delivery_id, "event": event}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from relay.allowlist import DEFAULT_EVENTS, AllowlistError, parse_allowlist
-from relay.allowlist_source import AllowlistSource
+from relay.allowlist_source import AllowlistSource, AllowlistUnavailable
 from relay.clock import ManualClock
 
 # The shape of pytorch/pytorch's allowlist as published (comments, L3 device map, on-call lists).
@@ -125,8 +125,54 @@ def test_a_broken_refresh_keeps_the_last_good_allowlist(tmp_path: Path) -> None:
 def test_a_broken_first_load_is_an_error_naming_the_line(tmp_path: Path) -> None:
     path = tmp_path / "allowlist.yml"
     path.write_text("L1:\n  - bad\n")
-    with pytest.raises(AllowlistError, match="line 2"):
+    with pytest.raises(AllowlistUnavailable, match=f"{path}.*line 2"):
         AllowlistSource(str(path)).current()
+    with pytest.raises(AllowlistUnavailable, match="line 2"):
+        AllowlistSource(str(path)).load()
+
+
+def test_a_broken_reload_logs_the_reason_once_and_keeps_serving(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "allowlist.yml"
+    path.write_text("L1:\n  - org/a\n")
+    clock = ManualClock()
+    source = AllowlistSource(str(path), min_refresh_seconds=1, clock=clock)
+    source.load()
+    path.write_text("L1:\n  - org/a\nL5:\n  - org/b\n")
+    import os
+
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    with caplog.at_level("ERROR", logger="relay.allowlist_source"):
+        for _ in range(3):
+            clock.advance(2)
+            assert [e.repo for e in source.current().entries] == ["org/a"]
+    errors = [r.getMessage() for r in caplog.records]
+    assert len(errors) == 1, errors
+    assert "keeping the last good one" in errors[0]
+    assert str(path) in errors[0] and "line 3" in errors[0] and "L5" in errors[0]
+
+
+def test_serve_refuses_to_start_with_a_bad_allowlist(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.support.relay_server import write_relay_config
+    from tests.support.served import free_port
+
+    allowlist = tmp_path / "allowlist.yml"
+    allowlist.write_text("L1:\n  - org/a\nL5:\n  - org/b\n")
+    config = write_relay_config(tmp_path, allowlist={"source": str(allowlist)})
+    command = [sys.executable, "-m", "spyre_ci", "relay", "serve", "--config", str(config)]
+    # Bounded: a relay that starts anyway is killed after 60 s and the test fails.
+    result = subprocess.run(
+        [*command, "--port", str(free_port())], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error:"), result.stderr
+    assert str(allowlist) in last and "line 3" in last and "L5" in last
+    assert "Traceback" not in result.stderr
 
 
 @pytest.fixture
@@ -174,3 +220,22 @@ def test_url_source_uses_the_etag_and_the_refresh_interval(
     clock.advance(61)
     assert [e.repo for e in source.current().entries] == ["org/served"]
     assert seen == ["", served[0]] and len(served) == 1  # revalidated, 304
+
+
+def test_webhook_without_a_loadable_allowlist_says_allowlist_not_store(tmp_path: Path) -> None:
+    import json
+
+    from tests.relay.conftest import UPSTREAM, make_config
+    from tests.support.relay_server import InProcessRelay, fixture_body, post_webhook
+
+    allowlist = tmp_path / "allowlist.yml"
+    allowlist.write_text("L5:\n  - org/b\n")
+    config = make_config(f"sqlite:///{tmp_path / 'relay.db'}", allowlist={"source": str(allowlist)})
+    payload = json.loads(fixture_body("pull_request.opened"))
+    payload["repository"]["full_name"] = UPSTREAM
+    with InProcessRelay(config) as relay:
+        for _ in range(2):
+            response = post_webhook(relay.url, "pull_request", json.dumps(payload).encode())
+            assert response.status_code == 503
+            assert "allowlist" in response.json()["error"]
+            assert "store" not in response.json()["error"]

@@ -248,7 +248,7 @@ def select_command(**kw: Any) -> None:
 
 def _select(kw: dict[str, Any], console: Console) -> int:
     from selection.outputs.shards import load_durations
-    from selection.outputs.writer import write_outputs
+    from selection.outputs.writer import check_target, write_outputs
     from selection.pipeline import SelectOptions, prepare, run_pipeline
 
     cache = kw["cache_dir"] or default_cache()
@@ -278,6 +278,7 @@ def _select(kw: dict[str, Any], console: Console) -> int:
     agent, agent_info = _agent(kw["agent"], llm, cache)
     durations = load_durations(kw["durations"])
     out = kw["out"] or default_out(kw["from_"], kw["to"], kw["pr"], kw["diff"])
+    check_target(out)  # before the analysis, not after it
     progress = _Progress(console)
     with progress.bytes:
         request, extra = prepare(options, progress.transfer, lambda m: console.log(m))

@@ -272,3 +272,46 @@ def test_an_unusable_capability_file_is_bad_input_naming_it(
     assert code == EXIT_BAD_INPUT
     assert f"--capabilities {capabilities}" in " ".join(stderr.split())
     assert not out.exists()
+
+
+def test_an_unwritable_out_is_bad_input_naming_the_path(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = blocker / "out"
+    code, _, stderr = run_select(range_args(upstream, canary_head, manifest, out), tmp_path / "c")
+    assert code == EXIT_BAD_INPUT
+    assert f"--out {out}: cannot write {blocker}" in stderr
+
+
+def test_outputs_are_replaced_atomically_or_not_at_all(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = [*range_args(upstream, canary_head, manifest, out), "--shards", "8"]
+    assert run_select(args, tmp_path / "cache")[0] == EXIT_SELECTED
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (out / "report.html").unlink()
+    (out / "report.html").mkdir()  # in the way: nothing may be half-written
+    code, _, stderr = run_select([*args[:-2], "--shards", "2"], tmp_path / "cache")
+    assert code == EXIT_BAD_INPUT
+    assert f"{out / 'report.html'} is in the way" in stderr
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == {p: b for p, b in before.items() if p.name != "report.html"}
+    (out / "report.html").rmdir()
+    assert run_select([*args[:-2], "--shards", "2"], tmp_path / "cache")[0] == EXIT_SELECTED
+    assert sorted(p.name for p in (out / "shards").iterdir()) == ["1.txt", "2.txt"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no leftovers
+
+
+def test_a_directory_with_other_files_is_not_replaced(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    code, _, stderr = run_select(
+        range_args(upstream, canary_head, manifest, tmp_path), tmp_path / "cache"
+    )
+    assert code == EXIT_BAD_INPUT
+    assert "holds cache" in stderr or "holds notes.txt" in stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine"

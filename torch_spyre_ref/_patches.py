@@ -6,16 +6,22 @@ construction on spyre is routed to the device allocator instead.
 Printing a tensor and the test harness's comparisons (``torch.testing.assert_close``,
 ``TestCase.assertEqual``) are host-side inspection, not device programs: they convert to float64
 and run many small ops, which strict mode would reject. They run with strict mode suspended.
+
+Pinned host memory needs a C++ hooks object (``getPinnedMemoryAllocator``): ``Tensor.pin_memory``
+raises an error naming spyre and the limitation, and a ``DataLoader(pin_memory=True)`` skips
+pinning with a warning (as upstream does on MPS) instead of failing in its pinning thread.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.testing._comparison
+import torch.utils.data.dataloader
 
 from torch_spyre_ref import _mode
 from torch_spyre_ref._allocator import allocate
@@ -74,7 +80,42 @@ def _exempt(owner: Any, name: str) -> None:
         setattr(owner, name, _outside_strict_mode(fn))
 
 
+PIN_MEMORY_UNSUPPORTED = (
+    "spyre: pinned host memory is not supported: the pure-Python spyre backend has no C++ "
+    "PrivateUse1HooksInterface providing getPinnedMemoryAllocator (see docs/device.md, Known "
+    "limits); copy from ordinary host memory instead"
+)
+
+_original_pin_memory = torch.Tensor.pin_memory
+
+
+def _pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    try:
+        return _original_pin_memory(self, *args, **kwargs)
+    except NotImplementedError as error:
+        if "getPinnedMemoryAllocator" not in str(error):
+            raise
+        raise NotImplementedError(PIN_MEMORY_UNSUPPORTED) from error
+
+
+_original_loader_iter_init = torch.utils.data.dataloader._BaseDataLoaderIter.__init__
+
+
+def _loader_iter_init(self: Any, loader: Any) -> None:
+    _original_loader_iter_init(self, loader)
+    if self._pin_memory and self._pin_memory_device == "spyre":
+        self._pin_memory = False
+        warnings.warn(
+            "'pin_memory' argument is set as true but not supported on spyre (no pinned host "
+            "memory in the pure-Python backend), device pinned memory won't be used.",
+            stacklevel=2,
+        )
+
+
 def install() -> None:
+    torch.Tensor.pin_memory = _pin_memory  # type: ignore[method-assign,assignment]
+    loader_iter = torch.utils.data.dataloader._BaseDataLoaderIter
+    loader_iter.__init__ = _loader_iter_init  # type: ignore[method-assign]
     # Tensor.__repr__ (and so str/print) formats through torch._tensor_str._str; assert_close and
     # TestCase.assertEqual compare tensors through TensorLikePair.compare.
     _exempt(torch._tensor_str, "_str")

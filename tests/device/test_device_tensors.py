@@ -209,3 +209,16 @@ def test_convolution_backward_matches_cpu() -> None:
     for cpu_input, device_input in zip(cpu_inputs, device_inputs, strict=True):
         assert device_input.grad is not None and cpu_input.grad is not None
         torch.testing.assert_close(device_input.grad.cpu(), cpu_input.grad)
+
+
+def test_pinned_memory_is_a_named_limitation_and_dataloader_skips_it() -> None:
+    with pytest.raises(NotImplementedError, match="spyre: pinned host memory is not supported"):
+        torch.ones(2).pin_memory()
+    dataset = torch.utils.data.TensorDataset(torch.arange(6.0))
+    for workers in (0, 1):
+        loader = torch.utils.data.DataLoader(
+            dataset, batch_size=4, pin_memory=True, num_workers=workers
+        )
+        with pytest.warns(UserWarning, match="not supported on spyre"):
+            batches = [batch.to("spyre") for (batch,) in loader]
+        assert [b.cpu().tolist() for b in batches] == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0]]

@@ -154,6 +154,37 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+# The sections of `extra:` and the model validating each ("module:Model", imported
+# lazily). A part of the relay that reads `extra.<name>` registers it here.
+EXTRA_SECTIONS: dict[str, str] = {
+    "callbacks": "relay.callbacks.settings:CallbackSettings",
+    "dashboard": "relay.dashboard.app:DashboardSettings",
+}
+
+
+def check_extra(extra: Mapping[str, Any], source: str = "") -> None:
+    """ConfigError (one line, naming the key) for an unknown `extra` section or an
+    invalid field of a known one."""
+    import importlib
+
+    where = f" ({source})" if source else ""
+    for name in extra:
+        if name not in EXTRA_SECTIONS:
+            known = ", ".join(sorted(EXTRA_SECTIONS))
+            raise ConfigError(
+                f"invalid relay configuration{where}: extra.{name}: unknown section"
+                f" (known: {known})"
+            )
+    for name in extra:
+        module_name, _, attr = EXTRA_SECTIONS[name].partition(":")
+        model = getattr(importlib.import_module(module_name), attr)
+        if extra[name] is not None and not isinstance(extra[name], Mapping):
+            raise ConfigError(
+                f"invalid relay configuration{where}: extra.{name}: must be a mapping"
+            )
+        extra_section(extra, name, model)
+
+
 def extra_section(extra: Mapping[str, Any], name: str, model: type[_M]) -> _M:
     """``extra.<name>`` of the configuration (a part's own settings) validated by ``model``;
     ConfigError naming ``extra.<name>.<field>`` otherwise."""
@@ -194,6 +225,8 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     data = _merge(data, _env_overrides(environ))
     source = f"{path} + environment" if path else "environment"
     try:
-        return RelayConfig.model_validate(data)
+        config = RelayConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
+    check_extra(config.extra, source)
+    return config

@@ -41,7 +41,17 @@ def ops_router(state: RelayState) -> APIRouter:
         try:
             await run_in_threadpool(state.store.ping)
         except StoreUnavailable as exc:
-            return JSONResponse({"status": "unavailable", "store": str(exc)}, status_code=503)
+            state.store_outage.failed(exc)  # the reason goes to the log, not to the client
+            return JSONResponse(
+                {
+                    "status": "unavailable",
+                    "store": state.store.dialect,
+                    "error": "store unavailable",
+                },
+                status_code=503,
+                headers={"Retry-After": "10"},
+            )
+        state.store_outage.ok()
         return JSONResponse({"status": "ok", "store": state.store.dialect})
 
     @api.get("/metrics")

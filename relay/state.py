@@ -6,6 +6,7 @@ GitHub client and the dispatchers lazily (a web-only process never needs them).
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -15,6 +16,7 @@ from relay.allowlist_source import AllowlistSource, StaticAllowlist
 from relay.clock import SYSTEM_CLOCK, Clock
 from relay.config import RelayConfig
 from relay.metrics import Metrics
+from relay.outage import OutageLog
 from relay.outbox import queue_stats
 from relay.store import Store, open_store
 
@@ -34,6 +36,10 @@ class RelayState:
     allowlist: AllowlistProvider
     clock: Clock = SYSTEM_CLOCK
     metrics: Metrics = field(default_factory=Metrics)
+    # Store failures of this process, logged once per outage (then periodically).
+    store_outage: OutageLog = field(
+        default_factory=lambda: OutageLog(logging.getLogger("relay.store"), "relay store")
+    )
     _github: GitHubClient | None = None
     _dispatchers: dict[str, Dispatcher] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)

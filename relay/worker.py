@@ -40,6 +40,9 @@ HANDLER_FACTORIES: list[str] = [
 ]
 
 
+STORE_BACKOFF_MAX_SECONDS = 30.0  # a worker retries an unavailable store at least this often
+
+
 def prune_task(state: RelayState) -> None:
     cutoff = state.clock.now() - state.config.retention_days * 86400
     counts = prune(state.store, older_than=cutoff)
@@ -165,22 +168,30 @@ class Worker:
             module_name, _, attr = dotted.partition(":")
             try:
                 getattr(importlib.import_module(module_name), attr)(self.state)
+            except StoreUnavailable as exc:
+                self.state.store_outage.failed(exc)
             except Exception:
                 log.exception("periodic task %s failed", name)
 
     def _loop(self, stop: threading.Event) -> None:
         poll = self.state.config.worker.poll_interval_seconds
+        failures = 0  # consecutive store failures of this thread: back off
         while not stop.is_set():
+            wait = poll
             try:
                 busy = self.run_once()
+                self.state.store_outage.ok()
+                failures = 0
             except StoreUnavailable as exc:
-                log.error("store unavailable: %s", exc)
+                self.state.store_outage.failed(exc)
+                failures += 1
+                wait = min(STORE_BACKOFF_MAX_SECONDS, max(poll, 0.5) * 2 ** min(failures, 10))
                 busy = 0
             except Exception:
                 log.exception("worker loop error")
                 busy = 0
             if not busy:
-                stop.wait(poll)
+                stop.wait(wait)
 
     def run(self, stop: threading.Event) -> None:
         """Run `concurrency` claiming threads and the periodic tasks until `stop` is set."""

@@ -61,7 +61,12 @@ def router(state: RelayState) -> APIRouter:
         try:
             answer = await run_in_threadpool(handle, raw)
         except StoreUnavailable as error:
-            return JSONResponse({"error": f"store unavailable: {error}"}, 503)
+            state.store_outage.failed(error)  # the reason goes to the log only
+            return JSONResponse(
+                {"error": "store unavailable, retry later", "detail": "store unavailable"},
+                503,
+                headers={"Retry-After": "10"},
+            )
         answered.labels(endpoint, str(answer.status_code)).inc()
         return _respond(answer)
 

@@ -7,7 +7,6 @@ workers claim outbox rows with `SELECT ... FOR UPDATE SKIP LOCKED`.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import socket
@@ -21,7 +20,6 @@ from relay.store.base import Params, Pool, Row, Store, Tx
 from relay.store.errors import StoreUnavailable
 
 _PLACEHOLDER = re.compile(r"\?")
-log = logging.getLogger("relay.store")
 
 # A statement may run this many times the store timeout before the server cancels it
 # (`statement_timeout`); dashboard pages and pruning stay far below it.
@@ -186,8 +184,7 @@ class PostgresStore(Store):
                 self.url, autocommit=True, row_factory=dict_row, **self._connect_kwargs()
             )
         except psycopg.OperationalError as exc:
-            log.warning("cannot connect to the PostgreSQL store: %s", exc)
-            raise StoreUnavailable("cannot connect to the PostgreSQL store") from exc
+            raise StoreUnavailable(f"cannot connect to the PostgreSQL store: {exc}") from exc
 
     def probe(self) -> bool:
         """Whether the server completes a new connection within the connect timeout."""
@@ -215,8 +212,7 @@ class PostgresStore(Store):
                 with self._watchdog.guard(conn):
                     tx.__exit__(None, None, None)
             except psycopg.OperationalError as exc:
-                log.warning("PostgreSQL store: %s", exc)
-                raise StoreUnavailable("PostgreSQL store unreachable") from exc
+                raise StoreUnavailable(f"PostgreSQL store: {exc}") from exc
 
     def ping(self) -> None:
         """`SELECT 1` on a pooled connection, cut after the store timeout (health checks)."""
@@ -227,8 +223,7 @@ class PostgresStore(Store):
                 with self._watchdog.guard(conn, limit=self._connect_timeout):
                     conn.execute("SELECT 1")
             except psycopg.OperationalError as exc:
-                log.warning("PostgreSQL store ping failed: %s", exc)
-                raise StoreUnavailable("PostgreSQL store unreachable") from exc
+                raise StoreUnavailable(f"PostgreSQL store ping: {exc}") from exc
 
     def close(self) -> None:
         self._watchdog.close()

@@ -101,10 +101,10 @@ def router(state: RelayState) -> APIRouter:
             )
         except StoreUnavailable as exc:
             state.metrics.deliveries.labels(event, "unavailable").inc()
-            log.error(
-                "store unavailable: %s", exc, extra={"delivery_id": delivery_id, "event": event}
-            )
+            state.store_outage.failed(exc)
+            log.info("webhook not stored: store unavailable", extra={"delivery_id": delivery_id})
             return JSONResponse({"error": "relay store unavailable, retry later"}, status_code=503)
+        state.store_outage.ok()
         state.metrics.ingest_latency.observe(time.perf_counter() - started)
         outcome = "duplicate" if result.duplicate else decision.kind
         state.metrics.deliveries.labels(event, outcome).inc()

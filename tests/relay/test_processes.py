@@ -18,7 +18,7 @@ from tests.support.relay_server import (
 )
 
 
-def _wait_for(condition, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+def _wait_for(condition, timeout: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.time() + timeout
     while time.time() < deadline:
         if condition():

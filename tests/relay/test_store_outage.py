@@ -103,3 +103,34 @@ def test_stopped_postgres_gives_dashboard_503_not_500(
         health = client.get("/healthz")
         assert health.status_code == 503
         assert "127.0.0.1" not in health.text and "port" not in health.text
+
+
+def test_worker_logs_a_store_outage_once_not_per_attempt(
+    own_postgres: PostgresServer, allowlist: StaticAllowlist, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    from relay.state import build_state
+    from relay.worker import Worker
+
+    config = make_config(
+        own_postgres.new_database(),
+        store_timeout_seconds=2,
+        worker={"concurrency": 4, "poll_interval_seconds": 0.05},
+    )
+    state = build_state(config, allowlist=allowlist)
+    own_postgres.halt()
+    stop = threading.Event()
+    worker = threading.Thread(target=Worker(state).run, args=(stop,), daemon=True)
+    with caplog.at_level("INFO"):
+        worker.start()
+        # Four threads polling every 0.05 s used to log about 80 lines a second.
+        time.sleep(3)
+        stop.set()
+        worker.join(timeout=60)
+    state.close()
+    assert not worker.is_alive()
+    lines = [r.getMessage() for r in caplog.records if "unavailable" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("relay store unavailable: ")
+    assert "connection" in lines[0]  # the reason is in the log

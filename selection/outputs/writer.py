@@ -1,9 +1,11 @@
 """Write every output of a run into one directory; returns the paths written.
 
-Atomic: everything is written into a temporary sibling directory that then replaces DIR, so
-a failure leaves the previous outputs (or nothing) and never a half-written set. DIR may be
-new, empty or a previous selection; anything else in it is refused rather than deleted.
-File-system errors are BadInput (exit 2) naming the path.
+Everything is written in full into a temporary sibling directory first, then renamed into
+place (DIR itself when it is new; else each output, `shards/` as a whole), so a failure
+leaves the previous outputs (or nothing), never a half-written file or shard set. Other
+entries of DIR (e.g. a CI step's plan.json) are left alone; an output name taken by
+something of the wrong kind is refused before anything is written. File-system errors are
+BadInput (exit 2) naming the path.
 """
 
 from __future__ import annotations
@@ -44,22 +46,17 @@ FILES = (
 
 
 def check_target(out: Path) -> None:
-    """DIR must be absent, or a directory holding only our outputs (of the right kind)."""
+    """DIR must be absent or a directory whose output names, if taken, are of the right kind."""
     if not out.exists():
         return
     if not out.is_dir():
         raise BadInput(f"--out {out}: exists and is not a directory")
-    for entry in out.iterdir():
-        if entry.name == "shards":
-            if not entry.is_dir() or entry.is_symlink():
-                raise BadInput(f"--out {out}: {entry} is not a directory")
-            continue
-        if entry.name not in FILES:
-            raise BadInput(
-                f"--out {out}: holds {entry.name}, which is not an output of spyre-ci select "
-                "(it is replaced as a whole: choose a new or a previous selection directory)"
-            )
-        if entry.is_dir() or not entry.is_file():
+    shards = out / "shards"
+    if shards.exists() and (not shards.is_dir() or shards.is_symlink()):
+        raise BadInput(f"--out {out}: {shards} is in the way (not a directory)")
+    for name in FILES:
+        entry = out / name
+        if entry.exists() and (entry.is_dir() or not entry.is_file()):
             raise BadInput(f"--out {out}: {entry} is in the way (not a regular file)")
 
 
@@ -97,25 +94,29 @@ def _write_atomically(out: Path, texts: dict[str, str], shards: dict[int, str]) 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        new = tmp / "new"
+        new.mkdir()
         for name, text in texts.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        (tmp / "shards").mkdir()
+            (new / name).write_text(text, encoding="utf-8")
+        (new / "shards").mkdir()
         for n, text in shards.items():
-            (tmp / "shards" / f"{n}.txt").write_text(text, encoding="utf-8")
-        os.chmod(tmp, 0o777 & ~_umask())
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / out.name)
-            try:
-                os.replace(tmp, out)
-            except OSError:
-                os.replace(old / out.name, out)  # put the previous outputs back
-                raise
-            tmp = None
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-            tmp = None
+            (new / "shards" / f"{n}.txt").write_text(text, encoding="utf-8")
+        for path in (new, *new.rglob("*")):
+            os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~_umask())
+        if not out.exists():
+            os.replace(new, out)
+            return
+        old_shards = out / "shards"
+        if old_shards.exists():
+            os.replace(old_shards, tmp / "old-shards")
+        try:
+            os.replace(new / "shards", old_shards)
+        except OSError:
+            if (tmp / "old-shards").exists():
+                os.replace(tmp / "old-shards", old_shards)
+            raise
+        for name in FILES:
+            os.replace(new / name, out / name)
     except OSError as exc:
         where = exc.filename or out
         raise BadInput(f"--out {out}: cannot write {where}: {exc.strerror or exc}") from exc

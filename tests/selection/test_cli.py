@@ -305,13 +305,13 @@ def test_outputs_are_replaced_atomically_or_not_at_all(
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no leftovers
 
 
-def test_a_directory_with_other_files_is_not_replaced(
+def test_other_files_in_the_out_directory_are_left_alone(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "notes.txt").write_text("mine")
-    code, _, stderr = run_select(
-        range_args(upstream, canary_head, manifest, tmp_path), tmp_path / "cache"
-    )
-    assert code == EXIT_BAD_INPUT
-    assert "holds cache" in stderr or "holds notes.txt" in stderr
-    assert (tmp_path / "notes.txt").read_text() == "mine"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "plan.json").write_text("mine")  # e.g. a CI step's file
+    code, _, _ = run_select(range_args(upstream, canary_head, manifest, out), tmp_path / "cache")
+    assert code == EXIT_SELECTED
+    assert (out / "plan.json").read_text() == "mine"
+    assert (out / "selection.json").is_file()

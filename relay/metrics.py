@@ -17,16 +17,25 @@ class _QueueDepthCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily(
-            "relay_queue_depth", "Outbox jobs by kind and state", labels=["kind", "state"]
+            "relay_queue_depth",
+            "Outbox jobs by kind and state (pending, leased, dead), read from the store",
+            labels=["kind", "state"],
+        )
+        up = GaugeMetricFamily(
+            "relay_store_up", "1 when the store answered this scrape's queries, 0 otherwise"
         )
         try:
             depths = self._read()
         except Exception:  # a scrape must not fail because the store is down
             depths = {}
+            up.add_metric([], 0)
+        else:
+            up.add_metric([], 1)
         for state, by_kind in depths.items():
             for kind, count in by_kind.items():
                 family.add_metric([kind, state], count)
         yield family
+        yield up
 
 
 class Metrics:

@@ -68,8 +68,15 @@ class RelayState:
 
 
 def _queue_depths(store: Store, clock: Clock) -> dict[str, dict[str, int]]:
+    """Pending, leased and dead-lettered jobs by kind, from the store (so every process
+    reports the same figures). Dead is 0 for every kind seen when none died."""
     stats = queue_stats(store, now=clock.now())
-    return {"pending": stats.pending, "leased": stats.leased}
+    with store.transaction(write=False) as tx:
+        rows = tx.fetchall("SELECT kind, COUNT(*) AS n FROM dead_letters GROUP BY kind")
+    dead = {str(r["kind"]): int(r["n"]) for r in rows}
+    for kind in {"dispatch", *stats.pending, *stats.leased}:
+        dead.setdefault(kind, 0)
+    return {"pending": stats.pending, "leased": stats.leased, "dead": dead}
 
 
 def build_state(

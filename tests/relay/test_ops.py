@@ -150,6 +150,24 @@ def test_metrics_count_deliveries_dispatches_retries_and_queue_depth(
     assert 'relay_queue_depth{kind="dispatch",state="pending"} 1.0' in text
 
 
+def test_metrics_report_dead_letters_from_the_store_in_every_process(
+    sqlite_url: str, allowlist: object, fake_github: FakeGitHub
+) -> None:
+    config = dispatching_config(sqlite_url, fake_github, worker={"max_attempts": 1})
+    fake_github.inject(Fault.status_code(502, path="/repos/org/observed/"))
+    with InProcessRelay(config, allowlist=allowlist) as relay:
+        post_webhook(relay.url, "push", fixture_body("push"), delivery_id="dead-1")
+        text = httpx.get(f"{relay.url}/metrics").text
+        assert 'relay_queue_depth{kind="dispatch",state="dead"} 0.0' in text
+        assert "relay_store_up 1.0" in text
+        relay.worker().run_once(limit=10)
+    # Another process (a web server that never ran the worker) sees the same dead letter.
+    with InProcessRelay(config, allowlist=allowlist) as other:
+        text = httpx.get(f"{other.url}/metrics").text
+        assert 'relay_queue_depth{kind="dispatch",state="dead"} 1.0' in text
+        assert "relay_store_up 1.0" in text
+
+
 def test_logs_are_json_lines_carrying_the_delivery_id(
     dispatching_relay: InProcessRelay, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -100,6 +100,10 @@ def test_stopped_postgres_gives_dashboard_503_not_500(
             assert int(response.headers["retry-after"]) > 0
             # Outside clients learn nothing about the database's address.
             assert "127.0.0.1" not in response.text and "port" not in response.text
+        metrics = client.get("/metrics")
+        assert metrics.status_code == 200
+        assert "relay_store_up 0.0" in metrics.text
+        assert 'state="pending"' not in metrics.text
         health = client.get("/healthz")
         assert health.status_code == 503
         assert "127.0.0.1" not in health.text and "port" not in health.text

@@ -79,25 +79,14 @@ def run_on_cpu(
     if plan.generator_arg is not None:
         _device_generator(plan, args, kwargs, cpu_kwargs)
     if plan.out_args and not scratch:
-        views = _out_views(plan, kwargs, cpu_kwargs)
         try:
             result = _run(op, plan, cpu_args, cpu_kwargs)
         except RuntimeError as error:
             if "not resizable" not in str(error):
                 raise
-            # An out tensor must grow its storage: rerun with scratch outputs copied back. The
-            # outs the first attempt already resized (and gave upstream's resize warning for)
-            # get empty scratch tensors, which resize silently: one warning per out, as on CPU.
-            resized = {id(out) for out, view in views if _geometry_differs(out, view)}
-            scratch = _out_scratch(plan, kwargs, cpu_kwargs, force=True, empty=resized)
-            result = _run(op, plan, cpu_args, cpu_kwargs)
+            result = _rerun_growing_outs(op, plan, kwargs, cpu_args, cpu_kwargs)
         else:
-            # The kernel may have resized a CPU view within the device storage (an ``out`` of
-            # another shape whose storage is large enough): the data is in place, as on CPU;
-            # the device tensor takes the new geometry.
-            for original, view in views:
-                if _geometry_differs(original, view):
-                    original.as_strided_(view.shape, view.stride(), original.storage_offset())
+            _adopt_out_geometry(plan, kwargs, cpu_kwargs)
     else:
         result = _run(op, plan, cpu_args, cpu_kwargs)
     for original, cpu_out in scratch:
@@ -155,34 +144,25 @@ def _has_number_for_tensor(plan: OpPlan, args: tuple[Any, ...]) -> bool:
 
 
 def _out_scratch(
-    plan: OpPlan,
-    kwargs: dict[str, Any],
-    cpu_kwargs: dict[str, Any],
-    force: bool = False,
-    empty: frozenset[int] | set[int] = frozenset(),
+    plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any]
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """CPU tensors for the ``out=`` arguments. A non-empty device ``out`` usually has the result's
-    shape already (structured kernels allocate it so), and then a zero-copy CPU view is used
-    (``_out_views``); an empty one is about to be resized, so it gets a scratch tensor.
-    ``force``: scratch tensors for all; of the device geometry, or empty for the ``id``s in
-    ``empty``."""
+    shape already (structured kernels allocate it so), and then its zero-copy CPU view (made by
+    the conversion) is kept (``_adopt_out_geometry``, ``_rerun_growing_outs``); an empty one is
+    about to be resized, so it gets a scratch tensor."""
     pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
-    if not force:
-        for name in plan.out_args:
-            if _needs_scratch(kwargs.get(name)):
-                break
-        else:
-            return pairs
+    for name in plan.out_args:
+        if _needs_scratch(kwargs.get(name)):
+            break
+    else:
+        return pairs
     for name in plan.out_args:
         value = kwargs.get(name)
         outs = value if isinstance(value, (list, tuple)) else [value]
         scratch: list[Any] = []
         for out in outs:
             if isinstance(out, torch.Tensor) and not out.is_cpu:
-                if id(out) in empty:
-                    cpu_out = torch.empty(0, dtype=out.dtype)
-                else:
-                    cpu_out = torch.empty_strided(out.shape, out.stride(), dtype=out.dtype)
+                cpu_out = torch.empty_strided(out.shape, out.stride(), dtype=out.dtype)
                 pairs.append((out, cpu_out))
                 scratch.append(cpu_out)
             else:
@@ -191,37 +171,90 @@ def _out_scratch(
     return pairs
 
 
-def _out_views(
-    plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any]
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Give each device ``out=`` tensor a zero-copy CPU view whose storage reaches the end of the
-    device storage (a plain ``cpu_view`` ends with the tensor), so that the CPU kernel resizes it
-    in place whenever CPU would (when the storage is large enough); return (out, view) pairs."""
-    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+def _adopt_out_geometry(plan: OpPlan, kwargs: dict[str, Any], cpu_kwargs: dict[str, Any]) -> None:
+    """The kernel may have resized an ``out``'s CPU view within its storage (an ``out`` of another
+    shape, large enough): the data is in place, as on CPU; the device tensor takes the geometry."""
     for name in plan.out_args:
-        value = kwargs.get(name)
-        if isinstance(value, torch.Tensor):
-            view = _capacity_view(value)
-            if view is not None:
-                cpu_kwargs[name] = view
-                pairs.append((value, view))
-        elif isinstance(value, (list, tuple)):
-            views = []
-            for out, cpu in zip(value, cpu_kwargs[name], strict=True):
-                view = _capacity_view(out) if isinstance(out, torch.Tensor) else None
-                views.append(cpu if view is None else view)
-                if view is not None:
-                    pairs.append((out, view))
-            cpu_kwargs[name] = type(value)(views)
-    return pairs
+        out, view = kwargs.get(name), cpu_kwargs.get(name)
+        if isinstance(out, torch.Tensor):
+            if isinstance(view, torch.Tensor) and _geometry_differs(out, view):
+                out.as_strided_(view.shape, view.stride(), out.storage_offset())
+        elif isinstance(out, (list, tuple)):
+            for one, one_view in zip(out, cpu_kwargs[name], strict=True):
+                if isinstance(one, torch.Tensor) and _geometry_differs(one, one_view):
+                    one.as_strided_(one_view.shape, one_view.stride(), one.storage_offset())
 
 
-def _capacity_view(out: torch.Tensor) -> torch.Tensor | None:
-    if out.is_cpu or out.device.type != DEVICE_TYPE or out.is_conj() or out.is_neg():
-        return None
-    capacity = out.untyped_storage().nbytes() // out.element_size() - out.storage_offset()
-    whole = torch.ops.aten.as_strided.default(out, (capacity,), (1,), out.storage_offset())
-    return cpu_view(whole).as_strided(out.shape, out.stride(), 0)
+class _OutSlot:
+    """One device ``out`` tensor and the CPU tensor the kernel writes (a view or a scratch)."""
+
+    __slots__ = ("cpu", "out", "scratch")
+
+    def __init__(self, out: torch.Tensor, cpu: torch.Tensor) -> None:
+        self.out, self.cpu, self.scratch = out, cpu, False
+
+    def prepare_retry(self) -> None:
+        """The attempt failed because some ``out`` could not grow its CPU view. The kernel set the
+        sizes of the views it resized (giving upstream's warning) before the storage check: give
+        such an ``out`` a view of the new geometry over the whole device storage when it fits
+        (written in place, as on CPU), else an empty scratch tensor; both take the result without
+        a second warning. Views it did not resize stay as they are."""
+        if self.scratch or not _geometry_differs(self.out, self.cpu):
+            return
+        shape, stride = self.cpu.shape, self.cpu.stride()
+        out = self.out
+        capacity = out.untyped_storage().nbytes() // out.element_size() - out.storage_offset()
+        if out.is_conj() or out.is_neg() or storage_bytes(shape, stride, 1) > capacity:
+            self.cpu, self.scratch = torch.empty(0, dtype=out.dtype), True
+            return
+        whole = torch.ops.aten.as_strided.default(out, (capacity,), (1,), out.storage_offset())
+        self.cpu = cpu_view(whole).as_strided(shape, stride, 0)
+
+    def finish(self) -> None:
+        if self.scratch:
+            _copy_back(self.out, self.cpu)
+        elif _geometry_differs(self.out, self.cpu):
+            self.out.as_strided_(self.cpu.shape, self.cpu.stride(), self.out.storage_offset())
+
+
+def _rerun_growing_outs(
+    op: torch._ops.OpOverload,
+    plan: OpPlan,
+    kwargs: dict[str, Any],
+    cpu_args: tuple[Any, ...],
+    cpu_kwargs: dict[str, Any],
+) -> Any:
+    """Rerun after a "not resizable" failure until every ``out`` has room (each failure resizes
+    one more view, so this ends), then give the device tensors their geometry and data."""
+    slots: dict[str, list[_OutSlot]] = {}
+    for name in plan.out_args:
+        value, cpu = kwargs.get(name), cpu_kwargs.get(name)
+        outs = value if isinstance(value, (list, tuple)) else [value]
+        cpus = cpu if isinstance(cpu, (list, tuple)) else [cpu]
+        slots[name] = [
+            _OutSlot(o, c)
+            for o, c in zip(outs, cpus, strict=True)
+            if isinstance(o, torch.Tensor) and not o.is_cpu
+        ]
+    every = [slot for group in slots.values() for slot in group]
+    for attempt in range(len(every) + 1):
+        for slot in every:
+            slot.prepare_retry()
+        for name, group in slots.items():
+            value = kwargs.get(name)
+            if isinstance(value, (list, tuple)):
+                cpu_kwargs[name] = type(value)(slot.cpu for slot in group)
+            elif group:
+                cpu_kwargs[name] = group[0].cpu
+        try:
+            result = _run(op, plan, cpu_args, cpu_kwargs)
+            break
+        except RuntimeError as error:
+            if "not resizable" not in str(error) or attempt == len(every):
+                raise
+    for slot in every:
+        slot.finish()
+    return result
 
 
 def _geometry_differs(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -70,6 +70,14 @@ def _max_into_larger_outs(device: str) -> tuple[torch.Tensor, ...]:
     return values, indices
 
 
+def _max_into_outs_one_of_which_must_grow(device: str) -> tuple[torch.Tensor, ...]:
+    values = torch.zeros(6, device=device)  # large enough: resized in place
+    base = torch.zeros(3, dtype=torch.long, device=device)
+    indices = base[1:2]  # must grow its storage (shared with base)
+    torch.max(torch.arange(12.0, device=device).view(4, 3), 1, out=(values, indices))
+    return values, indices, base
+
+
 def _offset_view_out_within_base(device: str) -> tuple[torch.Tensor, ...]:
     base = torch.zeros(10, device=device)
     out = base[2:4]
@@ -100,7 +108,14 @@ def test_wrong_shaped_out_large_enough_is_resized_like_cpu(
     _assert_same(fn)
 
 
-@pytest.mark.parametrize("fn", [_offset_view_out_within_base, _offset_view_out_growing_base])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _offset_view_out_within_base,
+        _offset_view_out_growing_base,
+        _max_into_outs_one_of_which_must_grow,
+    ],
+)
 def test_out_view_keeps_its_storage_offset_and_its_base_like_cpu(
     fn: Callable[[str], tuple[torch.Tensor, ...]],
 ) -> None:

@@ -204,6 +204,33 @@ def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ..
     Console(width=200).print(table)
 
 
+def _default_push(upstream: str) -> dict[str, Any]:
+    """A minimal push to the upstream's main branch, shaped as GitHub sends it."""
+    owner, _, name = upstream.partition("/")
+    after = "2" * 40
+    return {
+        "ref": "refs/heads/main",
+        "before": "1" * 40,
+        "after": after,
+        "created": False,
+        "deleted": False,
+        "forced": False,
+        "base_ref": None,
+        "compare": f"https://github.com/{upstream}/compare/{'1' * 12}...{after[:12]}",
+        "commits": [],
+        "head_commit": {"id": after, "message": "relay test event", "timestamp": None},
+        "repository": {
+            "name": name,
+            "full_name": upstream,
+            "owner": {"login": owner, "name": owner},
+            "clone_url": f"https://github.com/{upstream}.git",
+            "html_url": f"https://github.com/{upstream}",
+        },
+        "pusher": {"name": "relay-test"},
+        "sender": {"login": "relay-test"},
+    }
+
+
 def _default_event(upstream: str) -> dict[str, Any]:
     return {
         "action": "opened",
@@ -230,7 +257,7 @@ def _default_event(upstream: str) -> dict[str, Any]:
     "--payload",
     "payload_path",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="webhook JSON (default: a minimal pull_request opened on the upstream repo)",
+    help="webhook JSON (default for pull_request and push: a minimal one on the upstream repo)",
 )
 @click.option("--delivery-id", default=None, help="X-GitHub-Delivery (default: a new UUID)")
 def send_test_event(
@@ -246,11 +273,17 @@ def send_test_event(
     from relay.webhook.signature import sign
 
     config = _load(config_path)
-    body = (
-        payload_path.read_bytes()
-        if payload_path
-        else json.dumps(_default_event(config.upstream_repo)).encode()
-    )
+    if payload_path is not None:
+        body = payload_path.read_bytes()
+    elif event == "push":
+        body = json.dumps(_default_push(config.upstream_repo)).encode()
+    elif event == "pull_request":
+        body = json.dumps(_default_event(config.upstream_repo)).encode()
+    else:
+        raise click.UsageError(
+            f"no default payload for --event {event} (pull_request and push have one):"
+            " pass --payload FILE"
+        )
     delivery_id = delivery_id or str(uuid.uuid4())
     headers = {
         "Content-Type": "application/json",

@@ -250,6 +250,44 @@ def test_send_test_event_signs_and_posts(tmp_path: Path, relay: InProcessRelay) 
     assert result.output.startswith("202 ") and '"delivery_id":"cli-evt"' in result.output
 
 
+@pytest.mark.parametrize("event", ["push", "pull_request"])
+def test_send_test_event_builds_a_payload_of_the_event(
+    tmp_path: Path, relay: InProcessRelay, event: str
+) -> None:
+    path = _write(tmp_path, relay.state.config)
+    result = CliRunner().invoke(
+        relay_group,
+        ["send-test-event", "--config", str(path), "--url", relay.url, "--event", event,
+         "--delivery-id", f"default-{event}"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("202 ") and '"route":"dispatch"' in result.output
+    with relay.state.store.transaction(write=False) as tx:
+        row = tx.fetchone(
+            "SELECT event, payload FROM deliveries WHERE delivery_id = ?", (f"default-{event}",)
+        )
+    assert row is not None and row["event"] == event
+    payload = json.loads(row["payload"])
+    assert payload["repository"]["full_name"] == relay.state.config.upstream_repo
+    if event == "push":
+        assert payload["ref"] == "refs/heads/main"
+        assert len(payload["before"]) == len(payload["after"]) == 40
+        assert "pull_request" not in payload
+    else:
+        assert payload["pull_request"]["head"]["sha"]
+
+
+def test_send_test_event_without_a_default_payload_is_a_usage_error(
+    tmp_path: Path, relay: InProcessRelay
+) -> None:
+    path = _write(tmp_path, relay.state.config)
+    result = CliRunner().invoke(
+        relay_group, ["send-test-event", "--config", str(path), "--url", relay.url,
+                      "--event", "check_run"],
+    )  # fmt: skip
+    assert result.exit_code == 2 and "--payload" in result.output
+
+
 # --- retention -------------------------------------------------------------------
 
 

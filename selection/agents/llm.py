@@ -161,7 +161,8 @@ class LLMAgent:
         except requests.Timeout as exc:
             raise LLMError(f"timed out after {self.config.timeout:g} s ({url})") from exc
         except requests.RequestException as exc:
-            raise LLMError(f"request to {url} failed: {type(exc).__name__}") from exc
+            detail = " ".join(str(exc).split())[:300]
+            raise LLMError(f"request to {url} failed: {type(exc).__name__}: {detail}") from exc
         if response.status_code != 200:
             raise LLMError(f"{url} answered HTTP {response.status_code}: {response.text[:200]}")
         try:

@@ -53,8 +53,26 @@ def choose_release(spec: str, available: list[str]) -> str:
         raise BadInput(
             f"unknown torch version {spec!r}: the package index offers "
             + (", ".join(lines[-8:]) if lines else "no torch releases")
+            + _near(releases, (int(major), int(minor)))
         )
     return releases[max(line)]
+
+
+def _near(releases: dict[tuple[int, int, int], str], wanted: tuple[int, int]) -> str:
+    """The patch releases of the requested line, else of the lines next to it."""
+    by_line: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    for key in sorted(releases):
+        by_line.setdefault(key[:2], []).append(key)
+    if wanted in by_line:
+        chosen = [wanted]
+    else:
+        below = [k for k in by_line if k < wanted]
+        above = [k for k in by_line if k > wanted]
+        chosen = ([max(below)] if below else []) + ([min(above)] if above else [])
+    if not chosen:
+        return ""
+    parts = [", ".join(releases[k] for k in by_line[line]) for line in chosen]
+    return "; patch releases near it: " + "; ".join(parts)
 
 
 def available_versions(package: str = "torch", timeout: float = 120.0) -> list[str]:

@@ -176,3 +176,16 @@ def test_llm_agent_needs_url_and_model(tmp_path: Path) -> None:
     code, _, stderr = run_select(["--from", "2.13", "--to", "2.14", "--agent", "llm"], tmp_path)
     assert code == 2
     assert "--agent llm needs --llm-url URL and --model NAME" in stderr
+
+
+def test_a_closed_port_falls_back_naming_the_url_and_the_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    config = LLMConfig(url=url, model="m", timeout=5.0, cache_dir=tmp_path / "llm")
+    reason = LLMAgent(config).decide(groups(1))["g0"].fallback_reason or ""
+    assert f"request to {url}/chat/completions failed: ConnectionError: " in reason
+    assert "Connection refused" in reason

@@ -45,6 +45,21 @@ def test_unknown_versions_are_named(spec: str, message: str) -> None:
         assert "2.15" in str(info.value)  # says what the index does offer
 
 
+@pytest.mark.parametrize(
+    ("spec", "near"),
+    [
+        ("2.14.5", "patch releases near it: 2.14.0, 2.14.1"),
+        ("2.16.0", "patch releases near it: 2.15.0"),
+        ("2.8.3", "patch releases near it: 2.9.0, 2.9.1"),
+    ],
+)
+def test_an_unknown_patch_release_lists_the_patch_releases_near_it(spec: str, near: str) -> None:
+    with pytest.raises(BadInput) as info:
+        choose_release(spec, parse_index_output(PIP_INDEX_OUTPUT))
+    assert near in str(info.value)
+    assert str(info.value).startswith(f"unknown torch version {spec!r}")
+
+
 def _wheel(cache: Path, version: str, body: str = "") -> Path:
     directory = cache / "wheels" / f"torch-{version}"
     directory.mkdir(parents=True)

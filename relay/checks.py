@@ -9,6 +9,7 @@ install an App) uses the same name as context and changes only with the state.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -116,8 +117,21 @@ def _summary(row: Row) -> str:
     if row.get("execution_time") is not None:
         lines.append(f"Execution time: {float(row['execution_time']):.0f} s")
     if row.get("swept_at") is not None:
-        lines.append("Marked timed_out by the relay: no completion was reported in time.")
+        conclusion = row.get("conclusion") or "timed_out"
+        if conclusion == "timed_out":
+            lines.append("Marked timed_out by the relay: no completion was reported in time.")
+        else:
+            lines.append(f"Marked {conclusion} by the relay: {_relay_reason(row)}.")
     return "\n\n".join(lines)[:65535]
+
+
+def _relay_reason(row: Row) -> str:
+    try:
+        payload = json.loads(row.get("last_payload") or "{}")
+    except ValueError:
+        payload = {}
+    reason = payload.get("relay_completion_reason") if isinstance(payload, dict) else None
+    return str(reason or "the run ended without reporting completion")
 
 
 def _iso(seconds: float) -> str:

@@ -363,8 +363,36 @@ class LocalDispatcher:
         except FileExistsError:
             return
         with (workdir / "run.log").open("ab") as sink:
-            subprocess.Popen(
+            process = subprocess.Popen(
                 command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        returncode = process.wait()
+        self._complete_if_unreported(request, returncode, workdir)
+
+    def _complete_if_unreported(
+        self, request: DispatchRequest, returncode: int, workdir: Path
+    ) -> None:
+        """A run whose process ended while its job is still in progress will never report:
+        record it completed/failure now (as the sweeper would after hours), with the reason."""
+        from relay.sweepers import complete_abandoned_run
+
+        reason = (
+            f"the local run process exited with status {returncode} without reporting"
+            f" completion (log: {workdir / 'run.log'})"
+        )
+        try:
+            complete_abandoned_run(
+                self.state,
+                request.delivery_id,
+                request.target,
+                int(_run_id(request.delivery_id)),
+                reason,
+            )
+        except StoreError:  # the in-progress sweeper records it later
+            log.warning(
+                "delivery %s: could not record the end of the local run: store unavailable",
+                request.delivery_id,
+                exc_info=True,
             )
 
     def _recorded(self, request: DispatchRequest) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,75 @@ def sweep_timeouts(state: RelayState, settings: CallbackSettings) -> int:
             "marked %d job(s) timed_out after %.0f s", swept, settings.in_progress_timeout_seconds
         )
     return swept
+
+
+def complete_abandoned_run(
+    state: RelayState, delivery_id: str, repo: str, run_id: int, reason: str
+) -> int:
+    """Jobs of one run still in progress when the run is known to be over (its process
+    ended) become completed/failure now, reported like any state change (HUD, check run
+    or status), instead of waiting for the in-progress timeout. The reason is kept in the
+    job's stored payload (`relay_completion_reason`) and logged. Returns the jobs changed."""
+    settings = callback_settings(state.config.extra)
+    now = state.clock.now()
+    changed = 0
+    with state.store.transaction() as tx:
+        rows = tx.fetchall(
+            "SELECT * FROM job_runs WHERE delivery_id = ? AND repo = ? AND run_id = ?"
+            " AND status = 'in_progress'",
+            (delivery_id, repo, run_id),
+        )
+        for row in rows:
+            key = key_of(row)
+            current = state_of(row)
+            started = current.in_progress_received_at or now
+            failed = replace(
+                time_out(current, now), conclusion="failure", execution_time=max(0.0, now - started)
+            )
+            if not mark_swept(tx, key, failed, now):
+                continue
+            _note_reason(tx, row, reason, now)
+            entry = downstream_of(state, key.repo)
+            dispatch = load_dispatch(tx, key.delivery_id, key.repo)
+            labels = dispatch.labels if dispatch else ()
+            level = entry.level if entry else (dispatch.level if dispatch else None) or "L2"
+            device = entry.device if entry else None
+            enqueue_effects(tx, state, settings, key, level, device, labels, now)
+            changed += 1
+    if changed:
+        log.warning(
+            "run %s of %s for delivery %s ended without reporting completion: %d job(s)"
+            " marked failure (%s)",
+            run_id,
+            repo,
+            delivery_id,
+            changed,
+            reason,
+            extra={"delivery_id": delivery_id, "target": repo},
+        )
+    return changed
+
+
+def _note_reason(tx: Tx, row: dict[str, Any], reason: str, now: float) -> None:
+    try:
+        payload = json.loads(row.get("last_payload") or "{}")
+    except ValueError:
+        payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
+    payload["relay_completion_reason"] = reason
+    tx.execute(
+        "UPDATE job_runs SET last_payload = ? WHERE delivery_id = ? AND repo = ? AND run_id = ?"
+        " AND run_attempt = ? AND job_name = ?",
+        (
+            json.dumps(payload),
+            row["delivery_id"],
+            row["repo"],
+            row["run_id"],
+            row["run_attempt"],
+            row["job_name"],
+        ),
+    )
 
 
 def timeouts_task(state: RelayState) -> None:

@@ -91,7 +91,8 @@ def _current_step(tx: Tx, key: JobKey) -> str:
 def step_of(row: Row) -> str:
     """The name of the job's current step: one report per step (dedupe key)."""
     if row.get("swept_at") is not None:
-        return "timed_out"
+        conclusion = row.get("conclusion") or "timed_out"
+        return "timed_out" if conclusion == "timed_out" else f"swept:{conclusion}"
     if row["status"] == "completed":
         # A periodic job may be reported again: each distinct report is its own step.
         digest = row.get("completed_digest") or ""

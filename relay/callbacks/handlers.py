@@ -32,11 +32,12 @@ Handler = Callable[[Job], Callable[[Tx], None] | None]
 
 
 def callback_payload_of(row: Row) -> dict[str, Any]:
-    """The callback body to report for the row; the sweeper's verdict replaces the last one."""
+    """The callback body to report for the row; the relay's verdict (the sweeper's
+    timed_out, or failure for a local run that ended unreported) replaces the last one."""
     payload: dict[str, Any] = json.loads(row["last_payload"]) if row.get("last_payload") else {}
     if row.get("swept_at") is not None:
         workflow = dict(payload.get("workflow") or {})
-        workflow.update(status="completed", conclusion="timed_out")
+        workflow.update(status="completed", conclusion=row.get("conclusion") or "timed_out")
         payload["workflow"] = workflow
     return payload
 

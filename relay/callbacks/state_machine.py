@@ -143,6 +143,12 @@ def _from_completed(current: JobState, report: Report) -> Outcome:
     if report.digest == current.completed_digest:
         return Repeat(COMPLETED)
     if current.swept:
+        if current.conclusion not in (None, "timed_out"):
+            return Rejected(
+                409,
+                f"conflict: the relay already marked this job {current.conclusion}:"
+                " its run ended without reporting completion",
+            )
         return Rejected(409, "conflict: this job was already marked timed_out by the sweeper")
     return Rejected(409, "conflict: this job already reported completed differently")
 

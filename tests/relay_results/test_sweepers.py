@@ -157,3 +157,47 @@ def test_tags_github_sent_no_event_for_are_dispatched_once(
         if d.repo == "acme/l2" and d.event_type == "push"
     ]
     assert sorted(pushed) == sorted(["refs/tags/v2.14.0-rc1"] + [f"refs/tags/{t}" for t in missed])
+
+
+def test_a_run_that_ended_without_reporting_is_completed_failure_at_once(
+    tmp_path: Path,
+    github: FakeGitHub,
+    results_api: FakeResultsAPI,
+    oidc: FakeOidcIssuer,
+    hud: FakeHud,
+) -> None:
+    from relay.sweepers import complete_abandoned_run
+
+    callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
+    with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
+        delivery = loop.webhook("pull_request.opened")
+        loop.drain()
+        payload = loop.client_payload(delivery, "acme/l4")
+        for run_id, job in [(100, "stuck"), (200, "other run")]:
+            answer = loop.callback(
+                "acme/l4", payload, status="in_progress", run_id=run_id, job_name=job
+            )
+            assert answer.status_code == 200, answer.text
+        loop.drain()
+        loop.clock.advance(60)
+        reason = "the local run process exited with status 1 without reporting completion"
+        assert complete_abandoned_run(loop.state, delivery, "acme/l4", 100, reason) == 1
+        assert complete_abandoned_run(loop.state, delivery, "acme/l4", 100, reason) == 0
+        loop.drain()
+        jobs = {j["job_name"]: j for j in loop.rows("SELECT * FROM job_runs")}
+        late = loop.callback("acme/l4", payload, status="completed", run_id=100, job_name="stuck")
+    stuck = jobs["stuck"]
+    assert (stuck["status"], stuck["conclusion"]) == ("completed", "failure")
+    assert stuck["execution_time"] == 60
+    assert json.loads(stuck["last_payload"])["relay_completion_reason"] == reason
+    assert jobs["other run"]["status"] == "in_progress"
+    assert late.status_code == 409
+    [key] = [k for k in hud.rows if "/stuck/" in k]
+    workflow = hud.rows[key]["untrusted"]["callback_payload"]["workflow"]
+    assert (workflow["status"], workflow["conclusion"]) == ("completed", "failure")
+    runs = results_api.check_runs_named("crcr/acme/l4/spyre-ci/stuck")
+    assert [(r["status"], r.get("conclusion")) for r in runs] == [
+        ("in_progress", None),
+        ("completed", "failure"),
+    ]
+    assert reason in runs[-1]["output"]["summary"]

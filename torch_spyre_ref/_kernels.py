@@ -26,7 +26,7 @@ def _strides_for(size: Sequence[int], memory_format: torch.memory_format | None)
     return torch.empty(size, device="meta", memory_format=memory_format).stride()
 
 
-def _check_index(device: torch.device | None) -> None:
+def check_device_index(device: torch.device | None) -> None:
     """Every allocation names its device: reject an index the emulator does not have (as other
     backends reject an invalid device ordinal) instead of allocating on device 0."""
     if device is not None and device.index is not None:
@@ -47,7 +47,7 @@ def empty_memory_format(
     memory_format: torch.memory_format | None = None,
 ) -> torch.Tensor:
     dtype = dtype or torch.get_default_dtype()
-    _check_index(device)
+    check_device_index(device)
     if _mode.STATE.strict:
         _strict.check_allocation("aten::empty.memory_format", dtype)
     if memory_format in _DENSE_FORMATS:
@@ -64,7 +64,7 @@ def empty_strided(
     pin_memory: bool | None = None,
 ) -> torch.Tensor:
     dtype = dtype or torch.get_default_dtype()
-    _check_index(device)
+    check_device_index(device)
     if _mode.STATE.strict:
         _strict.check_allocation("aten::empty_strided", dtype)
     return allocate(size, stride, dtype, contiguous=tuple(stride) == _contiguous_strides(size))

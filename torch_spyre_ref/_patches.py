@@ -25,6 +25,7 @@ import torch.utils.data.dataloader
 
 from torch_spyre_ref import _mode
 from torch_spyre_ref._allocator import allocate
+from torch_spyre_ref._kernels import check_device_index
 
 _original_new = torch.UntypedStorage.__new__
 
@@ -42,6 +43,7 @@ def _is_spyre(device: Any) -> bool:
 
 def _storage_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     if cls is torch.UntypedStorage and _is_spyre(kwargs.get("device")):
+        check_device_index(torch.device(kwargs["device"]))
         if len(args) == 1 and isinstance(args[0], int) and set(kwargs) <= {"device"}:
             return new_device_storage(args[0])
         if not args and set(kwargs) <= {"device"}:

@@ -131,6 +131,7 @@ def test_rng_state_round_trip() -> None:
         lambda: torch.ones(2).spyre(1),  # type: ignore[attr-defined]
         lambda: torch.ones(2, device="spyre").to("spyre:1"),
         lambda: torch.randn(2, device=torch.device("spyre", spyre_module.device_count())),
+        lambda: torch.UntypedStorage(8, device="spyre:1"),
     ],
 )
 def test_invalid_device_index_raises_naming_index_and_count(make: Callable[[], object]) -> None:

@@ -175,18 +175,26 @@ def status(config_path: Path | None, as_json: bool) -> None:
 )
 @click.argument("job_ids", nargs=-1)
 def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ...]) -> None:
-    """List the jobs that exhausted their attempts; --requeue sends them again."""
+    """List the jobs that exhausted their attempts (all, or JOB_IDs); --requeue sends them
+    again. An unknown JOB_ID is an error (exit 1)."""
     from rich.console import Console
     from rich.table import Table
 
     from relay.outbox import list_dead_letters, requeue_dead_letters
 
     state = _state(config_path)
+    rows = list_dead_letters(state.store)
+    if job_ids:
+        unknown = sorted(set(job_ids) - {r["job_id"] for r in rows})
+        if unknown:
+            raise click.ClickException(
+                f"no dead letter with id {', '.join(unknown)} (see `spyre-ci relay dead-letters`)"
+            )
+        rows = [r for r in rows if r["job_id"] in set(job_ids)]
     if requeue:
         moved = requeue_dead_letters(state.store, now=time.time(), job_ids=job_ids or None)
         click.echo(f"requeued {moved} job(s)")
         return
-    rows = list_dead_letters(state.store)
     table = Table(title=f"dead letters ({len(rows)})")
     for column in ("job_id", "kind", "target", "delivery_id", "attempts", "died", "last_error"):
         table.add_column(column, overflow="fold")

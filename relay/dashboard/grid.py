@@ -58,7 +58,27 @@ def backend_page(
         "readiness": readiness_for(tx, repo, level, now, rollups),
         "columns": columns,
         "rows": rows,
+        "dead_letters": _dead_dispatches(tx, repo),
     }
+
+
+def _dead_dispatches(tx: Tx, repo: str) -> dict[str, Any]:
+    """Dispatches to `repo` that exhausted their attempts (still in the dead letters)."""
+    row = tx.fetchone(
+        "SELECT COUNT(*) AS n, MAX(died_at) AS last FROM dead_letters"
+        " WHERE target = ? AND kind = 'dispatch'",
+        (repo,),
+    )
+    count = int(row["n"]) if row else 0
+    last_error = None
+    if count:
+        newest = tx.fetchone(
+            "SELECT last_error FROM dead_letters WHERE target = ? AND kind = 'dispatch'"
+            " ORDER BY died_at DESC LIMIT 1",
+            (repo,),
+        )
+        last_error = (newest or {}).get("last_error")
+    return {"count": count, "last_error": (last_error or "")[:300] or None}
 
 
 def _has_jobs(tx: Tx, repo: str) -> bool:

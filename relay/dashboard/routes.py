@@ -40,6 +40,7 @@ _REPO = r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$"
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 
 EventFilter = Literal["pr", "push", "nightly"]
+EVENT_FILTER_VALUES = ("pr", "push", "nightly")
 ConclusionFilter = Literal[CONCLUSIONS]  # type: ignore[valid-type]
 
 
@@ -70,7 +71,14 @@ def dashboard_router(
     _plain_view(router, pages, "crcr", "overview", lambda tx, now: views.overview(tx, now, rollups))
 
     @router.get("/crcr/metrics", response_class=HTMLResponse)
-    def metrics_html(days: Annotated[int, Query(ge=1, le=metrics.MAX_DAYS)] = 14) -> Response:
+    def metrics_html(days: str = "14") -> Response:
+        if not (days.isdigit() and 1 <= int(days) <= metrics.MAX_DAYS):
+            return bad_parameter(
+                "days", days, f"a whole number of days from 1 to {metrics.MAX_DAYS}", clock.now()
+            )
+        return _metrics_html(int(days))
+
+    def _metrics_html(days: int) -> Response:
         def build(tx: Tx, now: float) -> dict[str, Any]:
             return metrics.metrics_page(tx, now, days, rollups)
 
@@ -91,7 +99,12 @@ def dashboard_router(
     )
 
     @router.get("/crcr/pr/{number}", response_class=HTMLResponse)
-    def pr_html(number: Annotated[int, Path(ge=1)]) -> Response:
+    def pr_html(number: str) -> Response:
+        if not (number.isdigit() and int(number) >= 1):
+            return bad_parameter("number", number, "a pull request number (1 or more)", clock.now())
+        return _pr_html(int(number))
+
+    def _pr_html(number: int) -> Response:
         return pages.html(
             "change.html.j2",
             "",
@@ -122,9 +135,9 @@ def dashboard_router(
         return pages.json(lambda tx, now: grid.change_page(tx, now, sha=sha))
 
     @router.get("/crcr/deliveries/{delivery_id}", response_class=HTMLResponse)
-    def delivery_html(
-        delivery_id: str, repo: Annotated[str | None, Query(pattern=_REPO)] = None
-    ) -> Response:
+    def delivery_html(delivery_id: str, repo: str | None = None) -> Response:
+        if repo is not None and not re.match(_REPO, repo):
+            return bad_parameter("repo", repo, "a repository as owner/name", clock.now())
         return pages.html(
             "change.html.j2",
             "",
@@ -142,11 +155,15 @@ def dashboard_router(
 
     @router.get("/crcr/{owner}/{repo}", response_class=HTMLResponse)
     def backend_html(
-        owner: Annotated[str, Path(pattern=_NAME)],
-        repo: Annotated[str, Path(pattern=_NAME)],
-        event: Annotated[EventFilter | Literal[""] | None, Query()] = None,
-        conclusion: Annotated[ConclusionFilter | Literal[""] | None, Query()] = None,
+        owner: str, repo: str, event: str | None = None, conclusion: str | None = None
     ) -> Response:
+        now = clock.now()
+        if not (re.match(_NAME, owner) and re.match(_NAME, repo)):
+            return error_page(404, "Not found", f"No backend {owner}/{repo}.", now)
+        if event and event not in EVENT_FILTER_VALUES:
+            return bad_parameter("event", event, " or ".join(EVENT_FILTER_VALUES), now)
+        if conclusion and conclusion not in CONCLUSIONS:
+            return bad_parameter("conclusion", conclusion, ", ".join(CONCLUSIONS), now)
         build = _backend_builder(f"{owner}/{repo}", event, conclusion, rollups)
         return pages.html(
             "backend.html.j2", "", f"/api/crcr/{owner}/{repo}", build, not_found=_unknown_backend
@@ -278,6 +295,13 @@ class _Pages:
             **context,
         )
         return HTMLResponse(body, headers=SECURITY_HEADERS)
+
+
+def bad_parameter(name: str, value: str, allowed: str, now: float) -> Response:
+    """HTML 400 for a query or path parameter a page cannot use (the JSON twins answer 422)."""
+    shown = value if len(value) <= 60 else value[:60] + "…"
+    message = f"{name}={shown!r} is not allowed: expected {allowed}."
+    return error_page(400, "Bad request", message, now)
 
 
 STORE_RETRY_AFTER_SECONDS = 10

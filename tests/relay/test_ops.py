@@ -250,6 +250,30 @@ def test_send_test_event_signs_and_posts(tmp_path: Path, relay: InProcessRelay) 
     assert result.output.startswith("202 ") and '"delivery_id":"cli-evt"' in result.output
 
 
+def test_dead_letters_by_id_lists_only_those_and_refuses_unknown_ids(
+    tmp_path: Path, sqlite_url: str, allowlist: object, fake_github: FakeGitHub
+) -> None:
+    config = dispatching_config(sqlite_url, fake_github, worker={"max_attempts": 1})
+    path = _write(tmp_path, config)
+    fake_github.inject(Fault.status_code(502, path="/repos/org/", count=3))
+    runner = CliRunner()
+    with InProcessRelay(config, allowlist=allowlist) as relay:
+        post_webhook(relay.url, "push", fixture_body("push"), delivery_id="ids-1")
+        relay.worker().run_once(limit=10)
+        dead = {d["target"]: d["job_id"] for d in list_dead_letters(relay.state.store)}
+        assert len(dead) == 3
+        one = dead["org/observed"]
+        listed = runner.invoke(relay_group, ["dead-letters", "--config", str(path), one])
+        assert listed.exit_code == 0 and one in listed.output
+        assert "org/observed" in listed.output and "org/stable" not in listed.output
+        for args in (["nope-1"], ["--requeue", one, "nope-1"]):
+            refused = runner.invoke(relay_group, ["dead-letters", "--config", str(path), *args])
+            assert refused.exit_code == 1, refused.output
+            assert "nope-1" in refused.output and one not in refused.output
+        # Nothing was requeued by the refused command.
+        assert len(list_dead_letters(relay.state.store)) == 3
+
+
 @pytest.mark.parametrize("event", ["push", "pull_request"])
 def test_send_test_event_builds_a_payload_of_the_event(
     tmp_path: Path, relay: InProcessRelay, event: str

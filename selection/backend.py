@@ -159,11 +159,11 @@ def _merge(manifests: list[Manifest]) -> Manifest:
 
 def _not_run_reason(resolution: Resolution) -> str:
     """Why the manifests do not run an instance, as `spyre-ci manifest explain` says it: the
-    op/module/dtype the filters left out (`cdist out <- not in global.supported_ops`), or
+    op/module/dtype the filters left out (`op cdist out <- not in global.supported_ops`), or
     the skip entry's own reason, then the rule that decided the mode."""
     decisions = resolution.decisions or {}
     filtered = [
-        f"{d.value} <- {d.rule}"
+        f"{aspect} {d.value} <- {d.rule}"
         for aspect in ("op", "module", "dtype")
         if (d := decisions.get(aspect)) is not None and d.value.endswith(" out")
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,19 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+_FILTERED = re.compile(r"\b(op|module|dtype) \S+ out <- ")
+
+
+def drop_reason_kind(reason: str) -> str:
+    """A drop reason without the op/module/dtype it names, so that one rule is one row
+    (`manifest: op <op> out <- not in global.supported_ops (...)`)."""
+    return _FILTERED.sub(lambda m: f"{m.group(1)} <{m.group(1)}> out <- ", reason)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
@@ -46,7 +60,9 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
     by_kind = Counter(g["kind"] for g in doc["groups"] for _ in range(g["size"]))
     templates = Counter(f"{s['class']}.{s['template']}" for s in selected)
     dtypes = Counter(s["dtype"] or "none" for s in selected)
-    dropped_reasons = Counter(d["reason"] for d in doc["dropped"])
+    dropped_reasons = Counter(drop_reason_kind(d["reason"]) for d in doc["dropped"])
+    shown_reasons = dropped_reasons.most_common(10)
+    distinct_templates = len(templates)
     return {
         "doc": doc,
         "funnel": funnel,
@@ -56,7 +72,13 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
         "by_kind": by_kind.most_common(),
         "templates": templates.most_common(top),
         "dtypes": dtypes.most_common(),
-        "dropped_reasons": dropped_reasons.most_common(10),
+        "dropped_reasons": shown_reasons,
+        # the rows not shown, so that the table always adds up to the header's count
+        "more_dropped": len(doc["dropped"]) - sum(n for _, n in shown_reasons),
+        "more_dropped_reasons": len(dropped_reasons) - len(shown_reasons),
+        "more_templates": distinct_templates - min(top, distinct_templates),
+        "more_templates_tests": len(selected) - sum(n for _, n in templates.most_common(top)),
+        "plural": plural,
         "first": selected[:top],
         "ratio_pct": None
         if doc["summary"]["ratio"] is None

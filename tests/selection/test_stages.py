@@ -345,8 +345,8 @@ def test_a_dropped_instance_carries_the_reason_the_manifest_resolution_gives(
     state = run_pipeline(request)
     reasons = {d.node_id.rsplit("::", 1)[-1]: d.reason for d in state.dropped}
     assert reasons["test_out_mul_spyre_float16"] == (
-        "manifest: mul out <- not in global.supported_ops "
+        "manifest: op mul out <- not in global.supported_ops "
         "(listed, but its op/module/dtype is filtered out)"
     )
-    assert reasons["test_out_mul_spyre_float64"].startswith("manifest: mul out <- not in")
+    assert reasons["test_out_mul_spyre_float64"].startswith("manifest: op mul out <- not in")
     assert not any("wrong layout" in r for r in reasons.values())

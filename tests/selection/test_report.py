@@ -1,0 +1,101 @@
+"""report.md / report.html: every count adds up and nothing is cut without saying so."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from selection.outputs.report import render_html, render_markdown
+from tests.support.select_cli import range_args, run_select
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+
+
+@pytest.fixture(scope="module")
+def doc(upstream: UpstreamRepo, manifest: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("report")
+    head = upstream.change(
+        f"{INTERNAL}/common_device_type.py",
+        'setattr(cls, name + "_" + cls.device_type, test)',
+        'setattr(cls, f"{name}_{cls.device_type}", test)',
+    )
+    run_select(range_args(upstream, head, manifest, tmp / "out"), tmp / "cache")
+    return json.loads((tmp / "out" / "selection.json").read_text())
+
+
+def _wide(doc: dict[str, Any]) -> dict[str, Any]:
+    """75 templates selected; 8,452 drops over 3 op filters plus 4 distinct upstream skips and
+    more reasons than the table shows; one manifest; no change without effect."""
+    wide = json.loads(json.dumps(doc))
+    base = wide["selected"][0]
+    wide["selected"] = [
+        {**base, "id": f"t::C::test_{i}_spyre", "template": f"test_{i}", "class": "TestCommon"}
+        for i in range(75)
+        for _ in range(2 if i < 5 else 1)
+    ]
+    ops = [f"op{i}" for i in range(300)]
+    wide["dropped"] = (
+        [
+            {
+                "id": f"x{n}",
+                "stage": "scope",
+                "reason": f"manifest: op {ops[n % 300]} out <- not in global.supported_ops (listed, but its op/module/dtype is filtered out)",
+            }
+            for n in range(8000)
+        ]
+        + [
+            {
+                "id": f"d{n}",
+                "stage": "scope",
+                "reason": f"manifest: dtype float64 out <- rule{n % 12}",
+            }
+            for n in range(452)
+        ]
+        + [
+            {"id": f"u{n}", "stage": "scope", "reason": f"upstream skips it: DecorateInfo {n}"}
+            for n in range(4)
+        ]
+    )
+    wide["summary"]["dropped"] = len(wide["dropped"])
+    wide["manifests"] = ["/m.yaml"]
+    wide["no_effect"], wide["no_effect_total"] = [], 0
+    return wide
+
+
+def test_the_dropped_table_adds_up_to_the_header(doc: dict[str, Any]) -> None:
+    wide = _wide(doc)
+    md = render_markdown(wide)
+    section = md.split("## Dropped candidates (8456)")[1].split("##")[0]
+    counts = [int(n) for n in re.findall("^- (\\d+) \u00d7", section, re.M)]
+    assert sum(counts) == 8456
+    # one row per rule, not per op: the 8,000 op drops are one row
+    assert "- 8000 \u00d7 manifest: op <op> out <- not in global.supported_ops" in section
+    assert "other reasons (selection.json `dropped`)" in section
+    html = render_html(wide)
+    table = html.split("Dropped candidates")[1].split("</table>")[0]
+    assert sum(int(n) for n in re.findall(r'<td class="n">(\d+)</td>', table)) == 8456
+
+
+def test_where_the_selection_goes_says_how_much_is_not_shown(doc: dict[str, Any]) -> None:
+    wide = _wide(doc)
+    md = render_markdown(wide)
+    assert "## Where the selection goes" in md
+    assert "…and 60 more templates (60 tests) in selection.json `selected`." in md
+    assert "…and 60 more templates (60 tests) in selection.json." in render_html(wide)
+
+
+def test_html_wording_and_contrast(doc: dict[str, Any]) -> None:
+    wide = _wide(doc)
+    html = render_html(wide)
+    assert "show the first 0" not in html and "1 files" not in html
+    assert "1 file</td>" in html
+    bar = re.search(r"\.bar span \{[^}]*background: (#[0-9a-f]{6})", html)
+    assert bar is not None and _luminance(bar.group(1)) > 0.5  # dark text on a light bar
+
+
+def _luminance(color: str) -> float:
+    r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b

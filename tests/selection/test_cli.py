@@ -110,6 +110,12 @@ def test_nothing_selected_exits_4(upstream: UpstreamRepo, manifest: Path, tmp_pa
     )
     assert code == EXIT_EMPTY
     assert json.loads((tmp_path / "o" / "selection.json").read_text())["selected"] == []
+    # a fixed 1..4 matrix still finds its (empty) shard files: `spyre-ci test` says
+    # "nothing to run" and exits 0 for them
+    shards = tmp_path / "o" / "shards"
+    assert {p.name: p.read_text() for p in shards.iterdir()} == {
+        f"{n}.txt": "" for n in range(1, 5)
+    }
 
 
 def test_pr_mode_uses_the_pull_request_ref(

@@ -62,11 +62,6 @@ class WritePacer:
             finally:
                 account.last_end = self._clock.now()
 
-    def wait_turn(self, key: str = "") -> None:
-        """Take a turn for a write that is sent right after (no request to wrap)."""
-        with self.turn(key):
-            pass
-
     def _next_start(self, account: _AccountWrites) -> float:
         now = self._clock.now()
         starts = account.starts

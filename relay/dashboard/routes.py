@@ -102,14 +102,12 @@ def dashboard_router(
     def pr_html(number: str) -> Response:
         if not (number.isdigit() and int(number) >= 1):
             return bad_parameter("number", number, "a pull request number (1 or more)", clock.now())
-        return _pr_html(int(number))
-
-    def _pr_html(number: int) -> Response:
+        pr = int(number)
         return pages.html(
             "change.html.j2",
             "",
-            f"/api/crcr/pr/{number}",
-            lambda tx, now: grid.change_page(tx, now, pr=number),
+            f"/api/crcr/pr/{pr}",
+            lambda tx, now: grid.change_page(tx, now, pr=pr),
         )
 
     @router.get("/api/crcr/pr/{number}")

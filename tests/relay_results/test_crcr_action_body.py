@@ -66,7 +66,7 @@ def hud() -> Iterator[FakeHud]:
 def loop(
     tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, hud: FakeHud
 ) -> Iterator[ResultsLoop]:
-    callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
+    callbacks = hud.callback_settings()
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as running:
         yield running
 
@@ -196,14 +196,12 @@ def test_a_buildkite_nightly_with_a_build_uuid_is_recorded(
             "repository": "acme/l2",
             "claims": {"organization_id": "o-1", "pipeline_id": "p-1"},
         }
-        callbacks = {
-            "hud_url": hud.url,
-            "hud_key": "hud-key",
-            "oidc_issuers": [
+        callbacks = hud.callback_settings(
+            oidc_issuers=[
                 {"kind": "github_actions", "issuer": oidc.url},
                 {"kind": "buildkite", "issuer": buildkite.url, "pipelines": [pipeline]},
             ],
-        }
+        )
         with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
             token = buildkite.buildkite_token(
                 organization_id="o-1", pipeline_id="p-1", issued_at=loop.clock.now()

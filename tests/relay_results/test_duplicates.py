@@ -18,7 +18,7 @@ def test_identical_repeats_get_the_same_answer_and_no_second_effect(
     oidc: FakeOidcIssuer,
     hud: FakeHud,
 ) -> None:
-    callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
+    callbacks = hud.callback_settings()
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
         payload = loop.open_pr("acme/l4")
         loop.clock.advance(40)

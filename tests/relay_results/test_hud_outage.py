@@ -17,7 +17,7 @@ JOBS = ("test (1/3)", "test (2/3)", "test (3/3)")
 def _loop_with_hud(
     tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, hud: FakeHud
 ) -> ResultsLoop:
-    return ResultsLoop(tmp_path, github, oidc, callbacks={"hud_url": hud.url, "hud_key": "hud-key"})
+    return ResultsLoop(tmp_path, github, oidc, callbacks=hud.callback_settings())
 
 
 def _report_while_the_hud_is_down(loop: ResultsLoop, hud: FakeHud) -> str:

@@ -41,7 +41,7 @@ def test_every_level_through_the_whole_loop(
     hud: FakeHud,
 ) -> None:
     store_url = request.getfixturevalue("postgres_url") if store_kind == "postgres" else None
-    callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
+    callbacks = hud.callback_settings()
     pr = fixture_payload("pull_request.opened", labels=["ciflow/crcr/spyre"])
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks, store_url=store_url) as loop:
         delivery = loop.webhook("pull_request.opened", pr)
@@ -127,9 +127,7 @@ def test_nightly_callback_is_recorded_without_a_dispatch(
 ) -> None:
     sha = "a" * 40
     nightly = {"event_type": "nightly", "delivery_id": sha, "payload": {}}
-    with ResultsLoop(
-        tmp_path, github, oidc, callbacks={"hud_url": hud.url, "hud_key": "hud-key"}
-    ) as loop:
+    with ResultsLoop(tmp_path, github, oidc, callbacks=hud.callback_settings()) as loop:
         answer = loop.callback("acme/l2", nightly, status="completed", conclusion="failure")
         assert answer.status_code == 200, answer.text
         again = loop.callback("acme/l2", nightly, status="completed", conclusion="failure")

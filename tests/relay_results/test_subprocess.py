@@ -37,7 +37,7 @@ def test_served_relay_with_worker_runs_the_whole_loop(
         ALLOWLIST,
         github_url=github.url,
         oidc_url=oidc.url,
-        callbacks={"hud_url": hud.url, "hud_key": "hud-key"},
+        callbacks=hud.callback_settings(),
     )
     store_url = load_config(config, {}).store_url
     with RelayServer(config, with_worker=True) as relay:

@@ -24,7 +24,7 @@ def test_jobs_in_progress_past_the_timeout_become_timed_out_everywhere(
     oidc: FakeOidcIssuer,
     hud: FakeHud,
 ) -> None:
-    callbacks = {"hud_url": hud.url, "hud_key": "hud-key", "in_progress_timeout_seconds": 6 * HOUR}
+    callbacks = hud.callback_settings(in_progress_timeout_seconds=6 * HOUR)
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
         settings = callback_settings(loop.config.extra)
         delivery = loop.webhook("pull_request.opened")
@@ -168,7 +168,7 @@ def test_a_run_that_ended_without_reporting_is_completed_failure_at_once(
 ) -> None:
     from relay.sweepers import complete_abandoned_run
 
-    callbacks = {"hud_url": hud.url, "hud_key": "hud-key"}
+    callbacks = hud.callback_settings()
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
         delivery = loop.webhook("pull_request.opened")
         loop.drain()

@@ -55,6 +55,10 @@ class FakeHud:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    def callback_settings(self, **more: Any) -> dict[str, Any]:
+        """The relay's `extra.callbacks` that forward results here (plus `more`)."""
+        return {"hud_url": self.url, "hud_key": self.key, **more}
+
     def __enter__(self) -> FakeHud:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

@@ -39,13 +39,16 @@ def _load(config_path: Path | None) -> Any:
 
 
 def _state(config_path: Path | None, *, check_allowlist: bool = False) -> Any:
+    return _state_of(_load(config_path), check_allowlist=check_allowlist)
+
+
+def _state_of(config: Any, *, check_allowlist: bool = False) -> Any:
     """The relay state; `check_allowlist` refuses to go on (exit 1) with an allowlist
     that cannot be loaded, naming its source and the error (serve, worker)."""
     from relay.allowlist_source import AllowlistSource, AllowlistUnavailable
     from relay.state import build_state
     from relay.store import StoreError
 
-    config = _load(config_path)
     try:
         state = build_state(config)
     except StoreError as exc:
@@ -92,10 +95,11 @@ def serve(
     from relay.logs import configure_logging
 
     configure_logging(log_level)
-    state = _state(config_path, check_allowlist=True)
-    mismatch = public_url_port_mismatch(state.config, port)
-    if mismatch is not None:
+    config = _load(config_path)
+    mismatch = public_url_port_mismatch(config, port)
+    if mismatch is not None:  # before the store is opened and migrated
         raise click.UsageError(mismatch)
+    state = _state_of(config, check_allowlist=True)
     app = create_app(state.config, state=state)
     worker = _start_worker(state) if with_worker else None
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
@@ -183,14 +187,12 @@ def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ..
     from relay.outbox import list_dead_letters, requeue_dead_letters
 
     state = _state(config_path)
-    rows = list_dead_letters(state.store)
-    if job_ids:
-        unknown = sorted(set(job_ids) - {r["job_id"] for r in rows})
-        if unknown:
-            raise click.ClickException(
-                f"no dead letter with id {', '.join(unknown)} (see `spyre-ci relay dead-letters`)"
-            )
-        rows = [r for r in rows if r["job_id"] in set(job_ids)]
+    rows = list_dead_letters(state.store, job_ids=job_ids)
+    unknown = sorted(set(job_ids) - {r["job_id"] for r in rows})
+    if unknown:
+        raise click.ClickException(
+            f"no dead letter with id {', '.join(unknown)} (see `spyre-ci relay dead-letters`)"
+        )
     if requeue:
         moved = requeue_dead_letters(state.store, now=time.time(), job_ids=job_ids or None)
         click.echo(f"requeued {moved} job(s)")

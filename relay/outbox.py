@@ -178,10 +178,16 @@ def dead_letter(store: Store, job: Job, *, owner: str, error: str, now: float) -
     return True
 
 
-def list_dead_letters(store: Store, *, limit: int = 1000) -> list[Row]:
+def list_dead_letters(store: Store, *, job_ids: Sequence[str] = (), limit: int = 1000) -> list[Row]:
+    """The oldest `limit` dead letters, or those of `job_ids` (all of them) when given."""
+    where, params = "", tuple[str, ...]()
+    if job_ids:
+        where = f" WHERE job_id IN ({', '.join('?' * len(job_ids))})"
+        params, limit = tuple(job_ids), len(job_ids)
     with store.transaction(write=False) as tx:
         return tx.fetchall(
-            f"SELECT {_COLUMNS}, died_at FROM dead_letters ORDER BY died_at LIMIT ?", (limit,)
+            f"SELECT {_COLUMNS}, died_at FROM dead_letters{where} ORDER BY died_at LIMIT ?",
+            (*params, limit),
         )
 
 

@@ -63,22 +63,16 @@ def backend_page(
 
 
 def _dead_dispatches(tx: Tx, repo: str) -> dict[str, Any]:
-    """Dispatches to `repo` that exhausted their attempts (still in the dead letters)."""
-    row = tx.fetchone(
-        "SELECT COUNT(*) AS n, MAX(died_at) AS last FROM dead_letters"
-        " WHERE target = ? AND kind = 'dispatch'",
+    """Dispatches to `repo` that exhausted their attempts (still in the dead letters):
+    how many, and the newest one's error, in one query."""
+    newest = tx.fetchone(
+        "SELECT COUNT(*) OVER () AS n, last_error FROM dead_letters"
+        " WHERE target = ? AND kind = 'dispatch' ORDER BY died_at DESC LIMIT 1",
         (repo,),
     )
-    count = int(row["n"]) if row else 0
-    last_error = None
-    if count:
-        newest = tx.fetchone(
-            "SELECT last_error FROM dead_letters WHERE target = ? AND kind = 'dispatch'"
-            " ORDER BY died_at DESC LIMIT 1",
-            (repo,),
-        )
-        last_error = (newest or {}).get("last_error")
-    return {"count": count, "last_error": (last_error or "")[:300] or None}
+    if newest is None:
+        return {"count": 0, "last_error": None}
+    return {"count": int(newest["n"]), "last_error": (newest["last_error"] or "")[:300] or None}
 
 
 def _has_jobs(tx: Tx, repo: str) -> bool:

@@ -6,7 +6,8 @@ selection's test ids for one shard), and the user's extra pytest arguments.
 
 Selection contract (`--selection DIR --shard N`, written by `spyre-ci select`): node ids come
 from `DIR/shards/N.txt` (one per line) if present, else from `DIR/selection.json`
-`selected[]` (strings, or objects with `id` and optional `shard`); `DIR/manifest.yaml` (an
+`selected[]` (strings, or objects with `id`, optional `run_as` (what pytest runs for a
+`*` template id: its class) and optional `shard`); `DIR/manifest.yaml` (an
 overlay), if present, is merged into the manifests. Ids are relative to the PyTorch root.
 A shard number outside 1..N (N: the shard files, else matrix.json, else selection.json) is
 a usage error; an empty shard runs nothing. pytest is given the files of the ids and the ids
@@ -120,7 +121,11 @@ def read_selection(directory: Path, shard: int | None) -> Selection:
     assert doc is not None
     selected = doc.get("selected", [])
     for item in selected if isinstance(selected, list) else []:
-        node = item if isinstance(item, str) else item.get("id") or item.get("nodeid")
+        node = (
+            item
+            if isinstance(item, str)
+            else item.get("run_as") or item.get("id") or item.get("nodeid")
+        )
         item_shard = None if isinstance(item, str) else item.get("shard")
         if node and (shard is None or item_shard is None or int(item_shard) == shard):
             selection.ids.append(node)

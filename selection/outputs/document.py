@@ -20,6 +20,12 @@ SCHEMA_VERSION = 1
 MAX_NO_EFFECT = 500
 
 
+def run_as(node_id: str) -> str:
+    """What pytest is given for a selected id: the id itself, or for a template that could
+    not be enumerated (`...::test_foo*`) its whole instantiated class (a superset, never less)."""
+    return node_id.rsplit("::", 1)[0] if node_id.endswith("*") else node_id
+
+
 def _revision(rev: Revision) -> dict[str, str]:
     return {
         "label": rev.label,
@@ -41,7 +47,7 @@ def build_document(
         selected.append(
             {
                 "id": node_id,
-                "run_as": node_id.rsplit("::", 1)[0] if node_id.endswith("*") else node_id,
+                "run_as": run_as(node_id),
                 "shard": shards.get(node_id),
                 "rank": candidate.rank,
                 "mode": candidate.mode,

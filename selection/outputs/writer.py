@@ -18,17 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from selection.errors import BadInput
-from selection.outputs.document import build_document
+from selection.outputs.document import build_document, run_as
 from selection.outputs.overlay import build_overlay
 from selection.outputs.report import render_html, render_markdown
 from selection.outputs.shards import actions_matrix, assign_shards
 from selection.state import PipelineState
-
-
-def run_as(node_id: str) -> str:
-    """What pytest is given for a selected id: the id itself, or for a template that could
-    not be enumerated (`...::test_foo*`) its whole instantiated class (a superset, never less)."""
-    return node_id.rsplit("::", 1)[0] if node_id.endswith("*") else node_id
 
 
 def _lines(ids: list[str]) -> str:

@@ -402,3 +402,21 @@ def test_a_class_id_runs_every_test_of_that_class(tree: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed, 1 xfailed" in result.stdout
+
+
+def test_without_a_shard_a_template_id_runs_its_run_as_class(tree: Path) -> None:
+    # selection.json only (no --shard): a `*` id that could not be enumerated runs its
+    # `run_as` class instead of being reported not found
+    selection = tree / "selection"
+    selection.mkdir()
+    template = "test/test_ops_like.py::TestOpsLikeSPYRE::test_plain*"
+    doc = {
+        "manifests": [],
+        "head": {"label": "h", "sha": ""},
+        "selected": [{"id": template, "run_as": "test/test_ops_like.py::TestOpsLikeSPYRE"}],
+    }
+    (selection / "selection.json").write_text(json.dumps(doc))
+    result = spyre_ci_test("m.yaml", src=tree, cwd=tree, options=("--selection", str(selection)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed, 1 xfailed" in result.stdout
+    assert "NOT FOUND" not in result.stdout

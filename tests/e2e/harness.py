@@ -18,7 +18,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from spyre_ci.ci.demo import DemoUpstream
 from tests.support.fake_github import Dispatch, FakeGitHub
@@ -123,13 +122,3 @@ class WorkflowHost:
             f"{len(self.runs)} of {count} workflow runs started; not all finished "
             f"in {timeout} s\n{details}"
         )
-
-
-def wait_until(predicate: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")

@@ -18,8 +18,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.e2e.harness import wait_until
 from tests.support.relay_server import RelayServer, free_port
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -23,11 +23,12 @@ import pytest
 import yaml
 
 from spyre_ci.ci.demo import DemoUpstream, build_demo_upstream
-from tests.e2e.harness import HostedRun, WorkflowHost, wait_until
+from tests.e2e.harness import HostedRun, WorkflowHost
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_results import FakeResultsAPI
 from tests.support.fake_oidc import FakeOidcIssuer
 from tests.support.relay_server import RelayServer, free_port, post_webhook, served_relay_config
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

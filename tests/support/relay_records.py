@@ -13,38 +13,23 @@ soon as the record is there.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from urllib.parse import quote
 
 import httpx
 
-from relay.store import open_store
+from relay.store import Store, open_store
+from tests.support.waiting import wait_until
 
 RECORD_TIMEOUT = 120.0
 
 Pair = tuple[str, str]  # (delivery_id, repository)
 
 
-def wait_until(
-    condition: Callable[[], bool], *, what: str, timeout: float = RECORD_TIMEOUT
-) -> None:
-    """Poll `condition` until it holds; fail naming `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
-
-
-def recorded_dispatches(store_url: str) -> set[Pair]:
+def recorded_dispatches(store: Store) -> set[Pair]:
     """(delivery_id, repository) of every dispatch the relay recorded as sent."""
-    store = open_store(store_url)
-    try:
-        with store.transaction(write=False) as tx:
-            rows = tx.fetchall("SELECT delivery_id, repo FROM dispatches")
-    finally:
-        store.close()
+    with store.transaction(write=False) as tx:
+        rows = tx.fetchall("SELECT delivery_id, repo FROM dispatches")
     return {(str(r["delivery_id"]), str(r["repo"]).lower()) for r in rows}
 
 
@@ -53,11 +38,15 @@ def wait_for_recorded_dispatches(
 ) -> None:
     """Wait until the relay's store has a `dispatches` row for each (delivery_id, repo)."""
     wanted = {(d, r.lower()) for d, r in pairs}
-    wait_until(
-        lambda: wanted <= recorded_dispatches(store_url),
-        what=f"the relay to record the dispatches {sorted(wanted)}",
-        timeout=timeout,
-    )
+    store = open_store(store_url)  # once: each poll is one read transaction
+    try:
+        wait_until(
+            lambda: wanted <= recorded_dispatches(store),
+            timeout,
+            f"the relay to record the dispatches {sorted(wanted)}",
+        )
+    finally:
+        store.close()
 
 
 def dashboard_dispatches(relay_url: str, delivery_id: str) -> set[str]:
@@ -83,6 +72,6 @@ def wait_for_dashboard_dispatches(
             repos <= dashboard_dispatches(relay_url, delivery_id)
             for delivery_id, repos in wanted.items()
         ),
-        what=f"the relay to record the dispatches {wanted}",
-        timeout=timeout,
+        timeout,
+        f"the relay to record the dispatches {wanted}",
     )

@@ -125,17 +125,16 @@ class _Watchdog:
 class PostgresTx(Tx):
     dialect = "postgres"
 
-    def __init__(self, conn: Any, watchdog: _Watchdog) -> None:
+    def __init__(self, conn: Any) -> None:
         self._conn = conn
-        self._watchdog = watchdog
 
     def execute(self, sql: str, params: Params = ()) -> int:
-        with self._watchdog.guard(self._conn), self._conn.cursor() as cursor:
+        with self._conn.cursor() as cursor:
             cursor.execute(to_psycopg_sql(sql), tuple(params))
             return int(cursor.rowcount)
 
     def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        with self._watchdog.guard(self._conn), self._conn.cursor() as cursor:
+        with self._conn.cursor() as cursor:
             cursor.execute(to_psycopg_sql(sql), tuple(params))
             return list(cursor.fetchall())
 
@@ -200,17 +199,11 @@ class PostgresStore(Store):
 
         with self._pool.connection() as conn:
             try:
-                with self._watchdog.guard(conn):
-                    tx = conn.transaction()
-                    tx.__enter__()
-                try:
-                    yield PostgresTx(conn, self._watchdog)
-                except BaseException as exc:
-                    with self._watchdog.guard(conn):
-                        tx.__exit__(type(exc), exc, exc.__traceback__)
-                    raise
-                with self._watchdog.guard(conn):
-                    tx.__exit__(None, None, None)
+                # Watched for the whole transaction: the watchdog cuts a connection only
+                # when a probe shows the server itself is not answering, so time spent in
+                # our own code between statements never gets it cut.
+                with self._watchdog.guard(conn), conn.transaction():
+                    yield PostgresTx(conn)
             except psycopg.OperationalError as exc:
                 raise StoreUnavailable(f"PostgreSQL store: {exc}") from exc
 

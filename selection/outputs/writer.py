@@ -95,8 +95,6 @@ def _write_atomically(out: Path, texts: dict[str, str], shards: dict[int, str]) 
         (new / "shards").mkdir()
         for n, text in shards.items():
             (new / "shards" / f"{n}.txt").write_text(text, encoding="utf-8")
-        for path in (new, *new.rglob("*")):
-            os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~_umask())
         if not out.exists():
             os.replace(new, out)
             return
@@ -117,9 +115,3 @@ def _write_atomically(out: Path, texts: dict[str, str], shards: dict[int, str]) 
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

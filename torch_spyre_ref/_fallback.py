@@ -97,7 +97,7 @@ def run_on_cpu(
 def _run(
     op: torch._ops.OpOverload, plan: OpPlan, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    if _mode.STATE.strict:
+    if _mode.strict_active():
         return _strict.run(op, plan, args, kwargs, _call)
     return _call(op, plan, args, kwargs)
 

@@ -12,7 +12,7 @@ from torch_spyre_ref import _mode, _strict
 from torch_spyre_ref._allocator import allocate, storage_bytes
 from torch_spyre_ref._dlpack import cpu_view
 from torch_spyre_ref._fallback import CPU_KEYSET, _contiguous_strides, _plan, run_on_cpu
-from torch_spyre_ref.device import device_count
+from torch_spyre_ref.device import check_device_index
 
 aten = torch.ops.aten
 
@@ -26,18 +26,6 @@ def _strides_for(size: Sequence[int], memory_format: torch.memory_format | None)
     return torch.empty(size, device="meta", memory_format=memory_format).stride()
 
 
-def check_device_index(device: torch.device | None) -> None:
-    """Every allocation names its device: reject an index the emulator does not have (as other
-    backends reject an invalid device ordinal) instead of allocating on device 0."""
-    if device is not None and device.index is not None:
-        count = device_count()
-        if not 0 <= device.index < count:
-            raise RuntimeError(
-                f"spyre: invalid device ordinal {device.index} ({device}): "
-                f"torch.spyre.device_count() is {count}"
-            )
-
-
 def empty_memory_format(
     size: Sequence[int],
     dtype: torch.dtype | None = None,
@@ -48,7 +36,7 @@ def empty_memory_format(
 ) -> torch.Tensor:
     dtype = dtype or torch.get_default_dtype()
     check_device_index(device)
-    if _mode.STATE.strict:
+    if _mode.strict_active():
         _strict.check_allocation("aten::empty.memory_format", dtype)
     if memory_format in _DENSE_FORMATS:
         return allocate(size, (), dtype, contiguous=True)  # strides unused on the dense path
@@ -65,7 +53,7 @@ def empty_strided(
 ) -> torch.Tensor:
     dtype = dtype or torch.get_default_dtype()
     check_device_index(device)
-    if _mode.STATE.strict:
+    if _mode.strict_active():
         _strict.check_allocation("aten::empty_strided", dtype)
     return allocate(size, stride, dtype, contiguous=tuple(stride) == _contiguous_strides(size))
 

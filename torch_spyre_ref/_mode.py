@@ -22,6 +22,10 @@ class DeviceState:
 
 STATE = DeviceState()
 
+# Per-thread count of active ``strict_suspended()`` blocks: suspending strict mode (to print or
+# compare tensors on the host) affects only the calling thread, never STATE.strict.
+_LOCAL = threading.local()
+
 
 def generator() -> torch.Generator:
     return STATE.random
@@ -34,6 +38,22 @@ def set_strict(enabled: bool) -> None:
 
 def is_strict() -> bool:
     return STATE.strict
+
+
+def strict_active() -> bool:
+    """Whether strict mode applies to an op run by the calling thread: it is on process-wide and
+    this thread has not suspended it."""
+    return STATE.strict and not getattr(_LOCAL, "suspended", 0)
+
+
+@contextlib.contextmanager
+def strict_suspended() -> Iterator[None]:
+    """Suspend strict mode for the calling thread only (nests; other threads are unaffected)."""
+    _LOCAL.suspended = getattr(_LOCAL, "suspended", 0) + 1
+    try:
+        yield
+    finally:
+        _LOCAL.suspended -= 1
 
 
 @contextlib.contextmanager

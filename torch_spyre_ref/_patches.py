@@ -25,7 +25,7 @@ import torch.utils.data.dataloader
 
 from torch_spyre_ref import _mode
 from torch_spyre_ref._allocator import allocate
-from torch_spyre_ref._kernels import check_device_index
+from torch_spyre_ref.device import check_device_index
 
 _original_new = torch.UntypedStorage.__new__
 
@@ -63,13 +63,12 @@ def _storage_to_spyre(self: Any, device: Any = None, non_blocking: bool = False)
 
 
 def _outside_strict_mode(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with strict mode suspended while it runs (it inspects tensors on the host)."""
+    """``fn`` with strict mode suspended, for the calling thread only, while it runs (it inspects
+    tensors on the host)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not _mode.STATE.strict:
-            return fn(*args, **kwargs)
-        with _mode.strict_mode(False):
+        with _mode.strict_suspended():
             return fn(*args, **kwargs)
 
     wrapper.__spyre_outside_strict_mode__ = True  # type: ignore[attr-defined]

@@ -50,9 +50,25 @@ def _index(device: Any = None) -> int:
         if parsed.type != "spyre":
             raise ValueError(f"expected a spyre device, got {parsed}")
         index = _current_device if parsed.index is None else parsed.index
-    if not 0 <= index < _DEVICE_COUNT:
-        raise RuntimeError(f"invalid spyre device index {index}: device_count() is {_DEVICE_COUNT}")
+    _check_index(index)
     return index
+
+
+def _check_index(index: int) -> None:
+    """The one device-index validator: reject an index the emulator does not have (as other
+    backends reject an invalid device ordinal), naming the index and the device count."""
+    if index and not 0 <= index < _DEVICE_COUNT:  # index 0 always exists
+        raise RuntimeError(
+            f"spyre: invalid device ordinal {index}: invalid spyre device index {index} "
+            f"(spyre:{index}), torch.spyre.device_count() is {_DEVICE_COUNT}"
+        )
+
+
+def check_device_index(device: torch.device | None) -> None:
+    """Every allocation names its device: reject an invalid index instead of allocating on device
+    0. ``None`` and index ``None``/0 are always valid and return at once (the allocation path)."""
+    if device is not None and device.index:
+        _check_index(device.index)
 
 
 def is_available() -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import threading
+import time
 
 import pytest
 import torch
@@ -123,6 +125,39 @@ def test_strict_mode_still_rejects_unsupported_ops_after_printing(strict: None) 
     repr(x)
     with pytest.raises(NotImplementedError, match="special_bessel_j0"):
         torch.special.bessel_j0(x)
+
+
+def test_printing_in_another_thread_does_not_suspend_strict_mode_here(strict: None) -> None:
+    """Printing suspends strict mode for the printing thread only: an op refused by strict mode
+    keeps raising in every other thread, and the process-wide switch is never touched."""
+    printed = torch.randn(4, 4, device="spyre")
+    x = torch.ones(3, device="spyre")
+    stop = threading.Event()
+    reprs = 0
+    errors: list[BaseException] = []
+
+    def print_loop() -> None:
+        nonlocal reprs
+        try:
+            while not stop.is_set():
+                repr(printed)
+                reprs += 1
+        except BaseException as error:  # surfaced by the main thread
+            errors.append(error)
+
+    printer = threading.Thread(target=print_loop)
+    printer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while reprs < 50 and time.monotonic() < deadline:
+            with pytest.raises(NotImplementedError, match="special_bessel_j0"):
+                torch.special.bessel_j0(x)
+            assert torch_spyre_ref.is_strict()
+    finally:
+        stop.set()
+        printer.join()
+    assert not errors and reprs >= 50
+    assert torch_spyre_ref.is_strict()
 
 
 @pytest.mark.parametrize("dtype", STRICT_DTYPES)

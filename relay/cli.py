@@ -25,15 +25,10 @@ CONFIG_OPTION = click.option(
 
 def _load(config_path: Path | None) -> Any:
     from relay.config import ConfigError, load_config
-    from relay.jobs import PermanentError
-    from relay.local_target import target_options
 
     try:
         config = load_config(config_path)
-        for target in config.targets:
-            if target.connection == "local":
-                target_options(target.options, target.name)
-    except (ConfigError, PermanentError) as exc:
+    except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     return config
 

@@ -185,6 +185,31 @@ def check_extra(extra: Mapping[str, Any], source: str = "") -> None:
         extra_section(extra, name, model)
 
 
+# The options model of each target connection that has options (module:attribute).
+TARGET_OPTIONS: dict[str, str] = {"local": "relay.local_target:LocalTargetOptions"}
+
+
+def check_target_options(targets: list[TargetConfig], source: str = "") -> None:
+    """ConfigError (one line, naming `targets[<name>].options.<field>`) for a target whose
+    options its connection does not accept."""
+    import importlib
+
+    where = f" ({source})" if source else ""
+    for target in targets:
+        if target.connection not in TARGET_OPTIONS:
+            continue
+        module_name, _, attr = TARGET_OPTIONS[target.connection].partition(":")
+        model = getattr(importlib.import_module(module_name), attr)
+        try:
+            model.model_validate(target.options)
+        except ValidationError as exc:
+            fields = "; ".join(
+                f"targets[{target.name}].options.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise ConfigError(f"invalid relay configuration{where}: {fields}") from None
+
+
 def extra_section(extra: Mapping[str, Any], name: str, model: type[_M]) -> _M:
     """``extra.<name>`` of the configuration (a part's own settings) validated by ``model``;
     ConfigError naming ``extra.<name>.<field>`` otherwise."""
@@ -229,4 +254,5 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
     check_extra(config.extra, source)
+    check_target_options(config.targets, source)
     return config

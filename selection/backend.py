@@ -37,7 +37,6 @@ class ScopeAnswer:
     runs: bool
     mode: str
     reason: str
-    reason_final: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,13 +105,13 @@ class BackendScope:
             and instance.dtype not in scope.dtypes
         ):
             return False
-        return self.answer(instance, with_reason=False).runs
+        return self.answer(instance).runs
 
-    def answer(self, instance: TestInstance, with_reason: bool = True) -> ScopeAnswer:
+    def answer(self, instance: TestInstance) -> ScopeAnswer:
         """The manifests' full resolution: runs or not, the mode, and why."""
         key = (instance.file, instance.test_class, instance.template, instance.op, instance.dtype)
         cached = self._cache.get(key)
-        if cached is not None and (cached.runs or not with_reason or cached.reason_final):
+        if cached is not None:
             return cached
         op, variant = _split_op(instance)
         module = None
@@ -132,7 +131,7 @@ class BackendScope:
         reason = resolution.reason or _rule(resolution)
         if not resolution.runs:
             reason = _not_run_reason(resolution)
-        answer = ScopeAnswer(resolution.runs, mode, reason, True)
+        answer = ScopeAnswer(resolution.runs, mode, reason)
         self._cache[key] = answer
         return answer
 
@@ -167,8 +166,7 @@ def _not_run_reason(resolution: Resolution) -> str:
         for aspect in ("op", "module", "dtype")
         if (d := decisions.get(aspect)) is not None and d.value.endswith(" out")
     ]
-    mode = decisions.get("mode")
-    rule = mode.rule if mode is not None else _rule(resolution)
+    rule = _rule(resolution)
     if not resolution.reused and filtered:
         return f"{'; '.join(filtered)} ({rule})"
     if resolution.reason:

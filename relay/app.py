@@ -12,7 +12,7 @@ import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
@@ -62,6 +62,10 @@ def ops_router(state: RelayState) -> APIRouter:
     return api
 
 
+# Paths whose answers are HTML pages (the dashboard's); every other route answers JSON.
+HTML_PAGE_PREFIXES = ("/crcr", "/selection/")
+
+
 def _load_factory(dotted: str) -> RouterFactory:
     module_name, _, attr = dotted.partition(":")
     factory: RouterFactory = getattr(importlib.import_module(module_name), attr)
@@ -88,6 +92,18 @@ def create_app(
 
     app = FastAPI(title="spyre-ci relay", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.relay = state
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(request: Request, exc: StoreUnavailable) -> Response:
+        """Every route's store outage: a 503 with Retry-After (an HTML page for the
+        dashboard's pages); the reason goes to the log only, once per outage."""
+        from relay.dashboard.routes import store_unavailable_json, store_unavailable_page
+
+        state.store_outage.failed(exc)
+        if request.url.path.startswith(HTML_PAGE_PREFIXES):
+            return store_unavailable_page(state.clock.now())
+        return store_unavailable_json()
+
     for factory in [*(_load_factory(d) for d in ROUTER_FACTORIES), *(extra_routers or [])]:
         app.include_router(factory(state))
     return app

@@ -17,7 +17,6 @@ from starlette.concurrency import run_in_threadpool
 from relay.callbacks.answer import Answer
 from relay.callbacks.hud_api import HudReceiver
 from relay.callbacks.service import CallbackService
-from relay.store import StoreUnavailable
 
 if TYPE_CHECKING:
     from relay.state import RelayState
@@ -58,15 +57,7 @@ def router(state: RelayState) -> APIRouter:
         raw = await _read_limited(request, MAX_CALLBACK_BYTES)
         if raw is None:
             return JSONResponse({"error": f"body exceeds {MAX_CALLBACK_BYTES} bytes"}, 413)
-        try:
-            answer = await run_in_threadpool(handle, raw)
-        except StoreUnavailable as error:
-            state.store_outage.failed(error)  # the reason goes to the log only
-            return JSONResponse(
-                {"error": "store unavailable, retry later", "detail": "store unavailable"},
-                503,
-                headers={"Retry-After": "10"},
-            )
+        answer = await run_in_threadpool(handle, raw)  # a store outage: the app's 503
         answered.labels(endpoint, str(answer.status_code)).inc()
         return _respond(answer)
 

@@ -32,7 +32,6 @@ from relay.dashboard.responses import SECURITY_HEADERS, error_page
 from relay.dashboard.rollup import Rollups
 from relay.dashboard.selection_view import selection_response
 from relay.store.base import Store, Tx
-from relay.store.errors import StoreUnavailable
 
 _STATIC = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
 _NAME = r"^[A-Za-z0-9_.-]{1,100}$"
@@ -179,17 +178,11 @@ def dashboard_router(
 
     @router.get("/selection/{selection_id:path}", response_class=HTMLResponse)
     def selection_html(selection_id: str) -> Response:
-        try:
-            return selection_response(store, clock.now(), selection_id, as_json=False)
-        except StoreUnavailable:
-            return store_unavailable_page(clock.now())
+        return selection_response(store, clock.now(), selection_id, as_json=False)
 
     @router.get("/api/selection/{selection_id:path}")
     def selection_json(selection_id: str) -> Response:
-        try:
-            return selection_response(store, clock.now(), selection_id, as_json=True)
-        except StoreUnavailable:
-            return store_unavailable_json()
+        return selection_response(store, clock.now(), selection_id, as_json=True)
 
     return router
 
@@ -262,10 +255,7 @@ class _Pages:
     def json(
         self, build: Builder, not_found: Callable[[dict[str, Any]], str | None] = _never
     ) -> Response:
-        try:
-            page = self._page(build, not_found)
-        except StoreUnavailable:
-            return store_unavailable_json()
+        page = self._page(build, not_found)
         return JSONResponse(page, headers=SECURITY_HEADERS)
 
     def html(
@@ -281,8 +271,6 @@ class _Pages:
             page = self._page(build, not_found)
         except HTTPException as exc:
             return error_page(exc.status_code, "Not found", str(exc.detail), self.clock.now())
-        except StoreUnavailable:
-            return store_unavailable_page(self.clock.now())
         context = extra(page) if extra else {}
         body = render(
             template,
@@ -307,7 +295,8 @@ _UNAVAILABLE = "The relay's store is unavailable right now; try again shortly."
 
 
 def store_unavailable_page(now: float) -> Response:
-    """503 page for a store outage (details are in the relay's log, not on the page)."""
+    """503 page for a store outage (details are in the relay's log, not on the page); the
+    app's StoreUnavailable handler answers with it for every dashboard page."""
     response = error_page(503, "Store unavailable", _UNAVAILABLE, now)
     response.headers["Retry-After"] = str(STORE_RETRY_AFTER_SECONDS)
     return response

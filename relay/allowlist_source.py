@@ -36,10 +36,7 @@ class AllowlistSource:
     def load(self) -> Allowlist:
         """Read the allowlist now (at start): `AllowlistUnavailable` says why it cannot
         be used, naming the source and, for a parse error, the line."""
-        with self._lock:
-            self._checked_at = self._clock.now()
-            self._refresh()
-            return self._available()
+        return self.current(force=True)
 
     @property
     def is_url(self) -> bool:
@@ -50,11 +47,12 @@ class AllowlistSource:
         checked = self._checked_at
         return checked is None or self._clock.now() - checked >= self.min_refresh_seconds
 
-    def current(self) -> Allowlist:
-        """The allowlist, reloaded if the refresh interval has passed."""
+    def current(self, *, force: bool = False) -> Allowlist:
+        """The allowlist, reloaded if the refresh interval has passed (or `force`)."""
         with self._lock:
             now = self._clock.now()
-            if self._checked_at is None or now - self._checked_at >= self.min_refresh_seconds:
+            due = self._checked_at is None or now - self._checked_at >= self.min_refresh_seconds
+            if force or due:
                 self._checked_at = now
                 self._refresh()
             return self._available()

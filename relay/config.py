@@ -175,7 +175,6 @@ def check_extra(extra: Mapping[str, Any], source: str = "") -> None:
                 f"invalid relay configuration{where}: extra.{name}: unknown section"
                 f" (known: {known})"
             )
-    for name in extra:
         module_name, _, attr = EXTRA_SECTIONS[name].partition(":")
         model = getattr(importlib.import_module(module_name), attr)
         if extra[name] is not None and not isinstance(extra[name], Mapping):

@@ -26,10 +26,6 @@ class OutageLog:
         self._last_line = 0.0
         self._failures = 0
 
-    @property
-    def down(self) -> bool:
-        return self._started is not None
-
     def failed(self, error: BaseException) -> None:
         now = self._monotonic()
         with self._lock:

@@ -93,9 +93,13 @@ def router(state: RelayState) -> APIRouter:
         delivery = StoredDelivery(delivery_id, event, payload, body, state.clock.now())
         try:
             result = await ingest_async(state, delivery, decision)
-        except AllowlistUnavailable as exc:
+        except AllowlistUnavailable:
             state.metrics.deliveries.labels(event, "unavailable").inc()
-            log.error("%s", exc, extra={"delivery_id": delivery_id, "event": event})
+            # The reason is logged once by the allowlist source, not per webhook.
+            log.info(
+                "webhook not stored: allowlist unavailable",
+                extra={"delivery_id": delivery_id, "event": event},
+            )
             return JSONResponse(
                 {"error": "relay allowlist unavailable, retry later"}, status_code=503
             )

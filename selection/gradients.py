@@ -37,6 +37,17 @@ def _mentions_gradients(names: Iterable[str]) -> bool:
     return any(word in name.lower() for name in names for word in GRADIENT_WORDS)
 
 
+def _reading(symbol: Symbol) -> tuple[bool, frozenset[str]]:
+    """Whether the symbol mentions gradients directly, and the names it uses; memoized in
+    the symbol so each symbol's nodes are walked once however many templates reach it."""
+    cached = symbol._cache.get("gradients")
+    if cached is None:
+        names = frozenset(_identifiers(symbol.nodes))
+        cached = (_mentions_gradients(names), names)
+        symbol._cache["gradients"] = cached
+    return cached  # type: ignore[return-value]
+
+
 def callable_index(symbols: dict[str, Symbol]) -> dict[str, list[Symbol]]:
     """The file's functions and methods by the name a call uses: `f`, or `m` for any
     `Class.m` (`self.m` may resolve to a base class defined in the same file)."""
@@ -57,8 +68,8 @@ def computes_gradients(template: Symbol | None, callables: dict[str, list[Symbol
         if id(symbol) in visited:
             continue
         visited.add(id(symbol))
-        names = _identifiers(symbol.nodes)
-        if _mentions_gradients(names):
+        mentions, names = _reading(symbol)
+        if mentions:
             return True
         for name in names:
             pending.extend(callables.get(name, ()))

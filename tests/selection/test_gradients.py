@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from selection import gradients
 from selection.gradients import callable_index, computes_gradients
 from selection.pyast import module_symbols
 from tests.selection.conftest import Select, ids
@@ -59,6 +60,26 @@ def test_a_template_computes_gradients_if_it_or_a_helper_of_its_file_does(
     symbols = module_symbols(ast.parse(textwrap.dedent(HELPERS)), "")
     found = computes_gradients(symbols[f"TestCommon.{template}"], callable_index(symbols))
     assert found is expected
+
+
+def test_each_symbol_is_read_once_however_many_templates_reach_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    symbols = module_symbols(ast.parse(textwrap.dedent(HELPERS)), "")
+    callables = callable_index(symbols)
+    walked: list[int] = []
+    real = gradients._identifiers
+
+    def counting(nodes: list[ast.AST]) -> set[str]:
+        walked.append(id(nodes))
+        return real(nodes)
+
+    monkeypatch.setattr(gradients, "_identifiers", counting)
+    templates = [s for q, s in symbols.items() if "test_" in q]
+    for _ in range(2):  # the second reading walks nothing again
+        answers = [computes_gradients(s, callables) for s in templates]
+        assert answers == [False, True, True, True, True]
+    assert len(walked) == len(set(walked))
 
 
 def test_a_template_whose_body_was_not_seen_is_not_known() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import nullcontext
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +23,16 @@ import httpx
 
 from relay.callbacks.downstreams import downstream_of
 from relay.callbacks.effects import enqueue_effects
-from relay.callbacks.records import key_of, load_dispatch, mark_swept, state_of
+from relay.callbacks.records import (
+    KEY_WHERE,
+    key_of,
+    key_params,
+    load_dispatch,
+    mark_swept,
+    state_of,
+)
 from relay.callbacks.settings import CallbackSettings, callback_settings
-from relay.callbacks.state_machine import time_out
+from relay.callbacks.state_machine import JobKey, time_out
 from relay.github.auth import AppAuth
 from relay.github.errors import GitHubPermanentError, interpret
 from relay.outbox import Job, enqueue
@@ -57,12 +63,7 @@ def sweep_timeouts(state: RelayState, settings: CallbackSettings) -> int:
             key = key_of(row)
             if not mark_swept(tx, key, time_out(state_of(row), now), now):
                 continue
-            entry = downstream_of(state, key.repo)
-            dispatch = load_dispatch(tx, key.delivery_id, key.repo)
-            labels = dispatch.labels if dispatch else ()
-            level = entry.level if entry else (dispatch.level if dispatch else None) or "L2"
-            device = entry.device if entry else None
-            enqueue_effects(tx, state, settings, key, level, device, labels, now, "timed_out")
+            _report_swept(tx, state, settings, key, now, "timed_out")
             swept += 1
     if swept:
         log.info(
@@ -89,20 +90,10 @@ def complete_abandoned_run(
         )
         for row in rows:
             key = key_of(row)
-            current = state_of(row)
-            started = current.in_progress_received_at or now
-            failed = replace(
-                time_out(current, now), conclusion="failure", execution_time=max(0.0, now - started)
-            )
-            if not mark_swept(tx, key, failed, now):
+            if not mark_swept(tx, key, time_out(state_of(row), now, "failure"), now):
                 continue
-            _note_reason(tx, row, reason, now)
-            entry = downstream_of(state, key.repo)
-            dispatch = load_dispatch(tx, key.delivery_id, key.repo)
-            labels = dispatch.labels if dispatch else ()
-            level = entry.level if entry else (dispatch.level if dispatch else None) or "L2"
-            device = entry.device if entry else None
-            enqueue_effects(tx, state, settings, key, level, device, labels, now)
+            _note_reason(tx, row, reason)
+            _report_swept(tx, state, settings, key, now)
             changed += 1
     if changed:
         log.warning(
@@ -118,7 +109,25 @@ def complete_abandoned_run(
     return changed
 
 
-def _note_reason(tx: Tx, row: dict[str, Any], reason: str, now: float) -> None:
+def _report_swept(
+    tx: Tx,
+    state: RelayState,
+    settings: CallbackSettings,
+    key: JobKey,
+    now: float,
+    step: str | None = None,
+) -> None:
+    """Forward a swept job's new state like any callback's (HUD, check run or status),
+    at the level and with the labels its dispatch had."""
+    entry = downstream_of(state, key.repo)
+    dispatch = load_dispatch(tx, key.delivery_id, key.repo)
+    labels = dispatch.labels if dispatch else ()
+    level = entry.level if entry else (dispatch.level if dispatch else None) or "L2"
+    device = entry.device if entry else None
+    enqueue_effects(tx, state, settings, key, level, device, labels, now, step)
+
+
+def _note_reason(tx: Tx, row: dict[str, Any], reason: str) -> None:
     try:
         payload = json.loads(row.get("last_payload") or "{}")
     except ValueError:
@@ -127,16 +136,8 @@ def _note_reason(tx: Tx, row: dict[str, Any], reason: str, now: float) -> None:
         payload = {}
     payload["relay_completion_reason"] = reason
     tx.execute(
-        "UPDATE job_runs SET last_payload = ? WHERE delivery_id = ? AND repo = ? AND run_id = ?"
-        " AND run_attempt = ? AND job_name = ?",
-        (
-            json.dumps(payload),
-            row["delivery_id"],
-            row["repo"],
-            row["run_id"],
-            row["run_attempt"],
-            row["job_name"],
-        ),
+        f"UPDATE job_runs SET last_payload = ? WHERE {KEY_WHERE}",
+        (json.dumps(payload), *key_params(key_of(row))),
     )
 
 

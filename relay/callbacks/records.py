@@ -14,7 +14,7 @@ from relay.callbacks.body import CallbackBody, iso_seconds
 from relay.callbacks.state_machine import JobKey, JobState
 from relay.store import Row, Tx
 
-_KEY_WHERE = "delivery_id = ? AND repo = ? AND run_id = ? AND run_attempt = ? AND job_name = ?"
+KEY_WHERE = "delivery_id = ? AND repo = ? AND run_id = ? AND run_attempt = ? AND job_name = ?"
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def recording_dispatch(tx: Tx, delivery_id: str, repo: str) -> bool:
 def load_job(tx: Tx, key: JobKey, *, lock: bool = False) -> tuple[JobState, Row] | None:
     """The job's state; ``lock`` holds its row (PostgreSQL) until the transaction ends."""
     suffix = " FOR UPDATE" if lock and tx.dialect == "postgres" else ""
-    row = tx.fetchone(f"SELECT * FROM job_runs WHERE {_KEY_WHERE}{suffix}", key_params(key))
+    row = tx.fetchone(f"SELECT * FROM job_runs WHERE {KEY_WHERE}{suffix}", key_params(key))
     if row is None:
         return None
     return state_of(row), row
@@ -188,7 +188,7 @@ def mark_swept(tx: Tx, key: JobKey, state: JobState, now: float) -> bool:
     """The sweeper's write; only if the job is still in progress (another writer may win)."""
     changed = tx.execute(
         "UPDATE job_runs SET status = ?, conclusion = ?, completed_received_at = ?,"
-        f" execution_time = ?, swept_at = ?, updated_at = ? WHERE {_KEY_WHERE}"
+        f" execution_time = ?, swept_at = ?, updated_at = ? WHERE {KEY_WHERE}"
         " AND status = 'in_progress'",
         (
             state.status,
@@ -215,7 +215,7 @@ def save_selection(tx: Tx, selection_id: str, body: CallbackBody, repo: str, now
 
 
 def load_job_row(tx: Tx, key: JobKey) -> Row | None:
-    return tx.fetchone(f"SELECT * FROM job_runs WHERE {_KEY_WHERE}", key_params(key))
+    return tx.fetchone(f"SELECT * FROM job_runs WHERE {KEY_WHERE}", key_params(key))
 
 
 def key_to_list(key: JobKey) -> list[Any]:

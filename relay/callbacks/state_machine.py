@@ -167,13 +167,14 @@ def _other_check_run(recorded: str | None, reported: str | None) -> bool:
     return recorded is not None and reported is not None and recorded != reported
 
 
-def time_out(current: JobState, now: float) -> JobState:
-    """The sweeper's transition: a job in progress for too long becomes timed_out."""
+def time_out(current: JobState, now: float, conclusion: str = "timed_out") -> JobState:
+    """The sweeper's transition: a job in progress for too long becomes timed_out (or
+    `conclusion`, for a run known to have ended without reporting)."""
     started = current.in_progress_received_at or now
     return replace(
         current,
         status=COMPLETED,
-        conclusion="timed_out",
+        conclusion=conclusion,
         completed_received_at=now,
         execution_time=max(0.0, now - started),
         swept=True,

@@ -220,8 +220,12 @@ class QueueStats:
     pending: dict[str, int]
     leased: dict[str, int]
     oldest_pending_at: float | None
-    dead_letters: int
+    dead_by_kind: dict[str, int]
     done: int
+
+    @property
+    def dead_letters(self) -> int:
+        return sum(self.dead_by_kind.values())
 
 
 def queue_stats(store: Store, *, now: float) -> QueueStats:
@@ -231,7 +235,7 @@ def queue_stats(store: Store, *, now: float) -> QueueStats:
             " COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending'"
             " GROUP BY kind, CASE WHEN lease_owner IS NULL THEN 0 ELSE 1 END"
         )
-        dead = int(tx.scalar("SELECT COUNT(*) FROM dead_letters") or 0)
+        dead = tx.fetchall("SELECT kind, COUNT(*) AS n FROM dead_letters GROUP BY kind")
         done = int(tx.scalar("SELECT COUNT(*) FROM outbox WHERE state = 'done'") or 0)
     pending: dict[str, int] = {}
     leased: dict[str, int] = {}
@@ -239,7 +243,8 @@ def queue_stats(store: Store, *, now: float) -> QueueStats:
     for r in rows:
         bucket = leased if r["leased"] else pending
         bucket[r["kind"]] = bucket.get(r["kind"], 0) + int(r["n"])
-    return QueueStats(pending, leased, min(oldest) if oldest else None, dead, done)
+    dead_by_kind = {str(r["kind"]): int(r["n"]) for r in dead}
+    return QueueStats(pending, leased, min(oldest) if oldest else None, dead_by_kind, done)
 
 
 def prune(store: Store, *, older_than: float) -> dict[str, int]:

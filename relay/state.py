@@ -71,9 +71,7 @@ def _queue_depths(store: Store, clock: Clock) -> dict[str, dict[str, int]]:
     """Pending, leased and dead-lettered jobs by kind, from the store (so every process
     reports the same figures). Dead is 0 for every kind seen when none died."""
     stats = queue_stats(store, now=clock.now())
-    with store.transaction(write=False) as tx:
-        rows = tx.fetchall("SELECT kind, COUNT(*) AS n FROM dead_letters GROUP BY kind")
-    dead = {str(r["kind"]): int(r["n"]) for r in rows}
+    dead = dict(stats.dead_by_kind)
     for kind in {"dispatch", *stats.pending, *stats.leased}:
         dead.setdefault(kind, 0)
     return {"pending": stats.pending, "leased": stats.leased, "dead": dead}

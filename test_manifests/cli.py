@@ -10,12 +10,16 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from test_manifests.loader import ManifestError, load_manifest, load_manifests
 from test_manifests.matching import PathRoots, env_root
 from test_manifests.model import Manifest
+
+if TYPE_CHECKING:
+    from test_manifests.run import Selection
 
 _PATHS = click.argument(
     "paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
@@ -32,7 +36,7 @@ def _roots(pytorch_src: Path | None, device_src: Path | None = None) -> PathRoot
     )
 
 
-def _fail(exc: ManifestError) -> None:
+def _fail(exc: ManifestError) -> NoReturn:
     for issue in exc.issues:
         click.echo(str(issue), err=True)
     raise SystemExit(1)
@@ -46,7 +50,6 @@ def _load_one(paths: tuple[Path, ...]) -> Manifest:
         return merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
     except ManifestError as exc:
         _fail(exc)
-        raise
 
 
 def schema_document() -> dict[str, object]:
@@ -227,14 +230,13 @@ def test_command(
         raise click.UsageError(str(exc)) from exc
     except ManifestError as exc:
         _fail(exc)
-        raise
-    if selection is not None and chosen is not None and not chosen.ids:
+    if chosen is not None and not chosen.ids:
         what = f"shard {shard} of selection {selection}" if shard else f"selection {selection}"
         click.echo(f"{what} is empty: nothing to run", err=True)
         sys.exit(0)
     chosen_manifests = list(manifests) or _selection_manifests(chosen) or shipped_manifests()
     if chosen is not None:
-        _warn_other_tree(pytorch_src, chosen.head_shas)
+        _warn_other_tree(roots.torch_root, chosen.head_shas, pytorch_src)
     try:
         args = build_args(
             chosen_manifests,
@@ -260,10 +262,10 @@ def test_command(
     sys.exit(int(pytest.main(args)))
 
 
-def _selection_manifests(chosen: object) -> list[Path]:
+def _selection_manifests(chosen: Selection | None) -> list[Path]:
     """The manifests `spyre-ci select` recorded (selection.json `manifests`); one that no
     longer exists is a usage error naming it."""
-    recorded: list[Path] = list(getattr(chosen, "manifests", None) or [])
+    recorded = list(chosen.manifests) if chosen is not None else []
     for path in recorded:
         if not path.is_file():
             raise click.UsageError(
@@ -273,11 +275,14 @@ def _selection_manifests(chosen: object) -> list[Path]:
     return recorded
 
 
-def _warn_other_tree(pytorch_src: Path | None, head_shas: list[str]) -> None:
-    """One line on stderr when --pytorch-src is a git checkout at another commit than the
-    one the selection analysed (nothing when it is no git tree or no sha was recorded)."""
-    if pytorch_src is None or not head_shas:
+def _warn_other_tree(torch_root: str | None, head_shas: list[str], given: Path | None) -> None:
+    """One line on stderr when the PyTorch tree (`given` --pytorch-src, else the one found
+    through the environment) is a git checkout at another commit than the one the
+    selection analysed (nothing when it is no git tree or no sha was recorded)."""
+    if torch_root is None or not head_shas:
         return
+    pytorch_src = Path(torch_root)
+    shown = f"--pytorch-src {given}" if given is not None else f"the PyTorch tree {torch_root}"
     import subprocess
 
     try:
@@ -298,7 +303,7 @@ def _warn_other_tree(pytorch_src: Path | None, head_shas: list[str]) -> None:
     head = lines[1]
     if head not in head_shas:
         click.echo(
-            f"warning: --pytorch-src {pytorch_src} is at {head[:12]}, the selection analysed "
+            f"warning: {shown} is at {head[:12]}, the selection analysed "
             f"{head_shas[0][:12]}: the tests run may not be the tree that was analysed",
             err=True,
         )

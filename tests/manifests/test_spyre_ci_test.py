@@ -370,6 +370,25 @@ def test_a_checkout_at_another_commit_than_analysed_is_warned_about(tree: Path) 
         shutil.rmtree(selection)
 
 
+NO_CACHE = ("--", "-p", "no:cacheprovider")
+
+
+def test_a_tree_found_through_the_environment_is_checked_too(tree: Path) -> None:
+    head = _git_tree(tree)
+    selection = write_selection(tree, {1: SHARD_ID + "\n"}, [str(tree / "m.yaml")], "0" * 40)
+    result = subprocess.run(
+        [*SPYRE_CI, "test", "--selection", str(selection), "--shard", "1", *NO_CACHE],
+        cwd=tree,
+        env={**ENV, "SPYRE_CI_PYTORCH_SRC": str(tree)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"is at {head[:12]}, the selection analysed {'0' * 12}" in result.stderr
+
+
 def test_ids_the_tree_does_not_generate_are_reported_and_the_others_run(tree: Path) -> None:
     bogus = "test/test_ops_like.py::TestOpsLikeSPYRE::test_plain_spyre_int7"
     other = "test/test_gone.py::TestGoneSPYRE::test_x_spyre"

@@ -30,13 +30,18 @@ class SelectedIds:
     def __init__(self, source: Path, ids: list[str], root: Path) -> None:
         self.source, self.ids, self.root = source, ids, root
         self.missing: list[str] = []
+        self._rel: dict[Path, str | None] = {}  # item.path -> its path relative to root
 
     def key(self, item: pytest.Item) -> str:
         """The item's id relative to the PyTorch root (as `spyre-ci select` writes ids)."""
-        path = Path(item.path).resolve()
-        try:
-            rel = path.relative_to(self.root).as_posix()
-        except ValueError:
+        if item.path not in self._rel:
+            try:
+                rel = Path(item.path).resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                rel = None
+            self._rel[item.path] = rel
+        rel = self._rel[item.path]
+        if rel is None:
             return item.nodeid
         rest = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else ""
         return f"{rel}::{rest}" if rest else rel
@@ -77,10 +82,6 @@ class SelectedIds:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-        if self.missing:
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(self._missing_line())
 
     def _missing_line(self) -> str:
         return (

@@ -62,7 +62,7 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
     dtypes = Counter(s["dtype"] or "none" for s in selected)
     dropped_reasons = Counter(drop_reason_kind(d["reason"]) for d in doc["dropped"])
     shown_reasons = dropped_reasons.most_common(10)
-    distinct_templates = len(templates)
+    top_templates = templates.most_common(top)
     return {
         "doc": doc,
         "funnel": funnel,
@@ -70,14 +70,14 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
         "groups": doc["groups"][:top],
         "more_groups": max(0, len(doc["groups"]) - top),
         "by_kind": by_kind.most_common(),
-        "templates": templates.most_common(top),
+        "templates": top_templates,
         "dtypes": dtypes.most_common(),
         "dropped_reasons": shown_reasons,
         # the rows not shown, so that the table always adds up to the header's count
         "more_dropped": len(doc["dropped"]) - sum(n for _, n in shown_reasons),
         "more_dropped_reasons": len(dropped_reasons) - len(shown_reasons),
-        "more_templates": distinct_templates - min(top, distinct_templates),
-        "more_templates_tests": len(selected) - sum(n for _, n in templates.most_common(top)),
+        "more_templates": max(0, len(templates) - top),
+        "more_templates_tests": len(selected) - sum(n for _, n in top_templates),
         "plural": plural,
         "first": selected[:top],
         "ratio_pct": None

@@ -1,0 +1,162 @@
+"""Observed links: what each (op, dtype) executed on the device, as `spyre-ci deps record`
+recorded it. Pure: the map as data, its JSON document form, and the lookups Map uses.
+
+A recorded pair is (database, op full name, dtype): `("opinfo", "add", "float16")`,
+`("opinfo", "linalg.norm.subgradients_at_zero", "float32")`, `("moduleinfo", "nn.Linear",
+"float32")`. For each pair the recording lists the ATen ops dispatched (overload names as
+`Target.aten` spells them: "add.Tensor", "mul" for `.default`) and the Python functions under
+`torch/` that executed, as `path::qualname` with the qualnames of `selection.pyast.module_symbols`
+("torch/nn/functional.py::gelu", "torch/_tensor.py::Tensor.__rsub__"; a nested function or
+lambda counts as the top-level symbol that defines it).
+
+JSON artifact (schema `spyre-ci/deps`, version 1):
+
+    {"schema": "spyre-ci/deps", "schema_version": 1,
+     "torch_version": "2.13.0+cpu", "torch_git_version": "<sha>", "device": "spyre",
+     "recorded_at": "2026-12-01T09:00:00Z", "paths": ["eager", "method", ...],
+     "pairs": [{"database": "opinfo", "op": "add", "dtype": "float16", "status": "ok",
+                "aten": ["add.Tensor", ...], "functions": ["torch/_refs/__init__.py::add", ...]}]}
+
+`status` is "ok" or an error summary; a pair whose recording failed counts as not recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "spyre-ci/deps"
+SCHEMA_VERSION = 1
+
+Pair = tuple[str, str, str]  # (database, op full name, dtype)
+
+
+class BadDepsDocument(ValueError):
+    """A deps document that does not follow the schema; the message names the field."""
+
+
+@dataclass
+class ObservedMap:
+    torch_version: str
+    device: str
+    torch_git_version: str = ""
+    recorded_at: str = ""
+    paths: tuple[str, ...] = ()
+    recorded: set[Pair] = field(default_factory=set)
+    by_aten: dict[str, set[Pair]] = field(default_factory=dict)
+    by_function: dict[str, set[Pair]] = field(default_factory=dict)
+    failed: dict[Pair, str] = field(default_factory=dict)
+
+    def add(self, pair: Pair, aten: list[str], functions: list[str]) -> None:
+        self.recorded.add(pair)
+        for name in aten:
+            self.by_aten.setdefault(name, set()).add(pair)
+        for name in functions:
+            self.by_function.setdefault(name, set()).add(pair)
+
+    def is_recorded(self, pair: Pair) -> bool:
+        return pair in self.recorded
+
+    def pairs_running_aten(self, name: str) -> set[Pair]:
+        """Pairs that dispatched this ATen op; "add" (no overload) means any overload of add."""
+        if "." in name:
+            return set(self.by_aten.get(name, ()))
+        found: set[Pair] = set()
+        for aten, pairs in self.by_aten.items():
+            if aten.split(".", 1)[0] == name:
+                found |= pairs
+        return found
+
+    def pairs_running_function(self, path: str, qualname: str) -> set[Pair]:
+        return set(self.by_function.get(f"{path}::{qualname}", ()))
+
+    def to_document(self) -> dict[str, Any]:
+        aten_of: dict[Pair, list[str]] = {p: [] for p in self.recorded}
+        functions_of: dict[Pair, list[str]] = {p: [] for p in self.recorded}
+        for name, pairs in self.by_aten.items():
+            for pair in pairs:
+                aten_of[pair].append(name)
+        for name, pairs in self.by_function.items():
+            for pair in pairs:
+                functions_of[pair].append(name)
+        rows = [
+            {
+                "database": p[0],
+                "op": p[1],
+                "dtype": p[2],
+                "status": "ok",
+                "aten": sorted(aten_of[p]),
+                "functions": sorted(functions_of[p]),
+            }
+            for p in sorted(self.recorded)
+        ]
+        rows += [
+            {
+                "database": p[0],
+                "op": p[1],
+                "dtype": p[2],
+                "status": why,
+                "aten": [],
+                "functions": [],
+            }
+            for p, why in sorted(self.failed.items())
+        ]
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "torch_version": self.torch_version,
+            "torch_git_version": self.torch_git_version,
+            "device": self.device,
+            "recorded_at": self.recorded_at,
+            "paths": list(self.paths),
+            "pairs": rows,
+        }
+
+    @classmethod
+    def from_document(cls, doc: object) -> ObservedMap:
+        if not isinstance(doc, dict):
+            raise BadDepsDocument("not a JSON object")
+        if doc.get("schema") != SCHEMA:
+            raise BadDepsDocument(f"schema: expected {SCHEMA!r}, got {doc.get('schema')!r}")
+        if doc.get("schema_version") != SCHEMA_VERSION:
+            raise BadDepsDocument(
+                f"schema_version: expected {SCHEMA_VERSION}, got {doc.get('schema_version')!r}"
+            )
+        for key in ("torch_version", "device"):
+            if not isinstance(doc.get(key), str) or not doc[key]:
+                raise BadDepsDocument(f"{key}: expected a non-empty string")
+        observed = cls(
+            torch_version=doc["torch_version"],
+            device=doc["device"],
+            torch_git_version=str(doc.get("torch_git_version", "")),
+            recorded_at=str(doc.get("recorded_at", "")),
+            paths=tuple(str(p) for p in doc.get("paths", ())),
+        )
+        pairs = doc.get("pairs")
+        if not isinstance(pairs, list):
+            raise BadDepsDocument("pairs: expected a list")
+        for index, row in enumerate(pairs):
+            observed._add_row(index, row)
+        return observed
+
+    def _add_row(self, index: int, row: object) -> None:
+        where = f"pairs[{index}]"
+        if not isinstance(row, dict):
+            raise BadDepsDocument(f"{where}: expected an object")
+        values = []
+        for key in ("database", "op", "dtype", "status"):
+            value = row.get(key)
+            if not isinstance(value, str):
+                raise BadDepsDocument(f"{where}.{key}: expected a string")
+            values.append(value)
+        lists = []
+        for key in ("aten", "functions"):
+            value = row.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise BadDepsDocument(f"{where}.{key}: expected a list of strings")
+            lists.append(value)
+        pair: Pair = (values[0], values[1], values[2])
+        if values[3] == "ok":
+            self.add(pair, lists[0], lists[1])
+        else:
+            self.failed[pair] = values[3]

@@ -19,6 +19,7 @@ from selection.model import (
 from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
 from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration
 from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
+from selection.sources.analysis_cache import AnalysisCache
 from selection.upstream import (
     DTYPE_HELPERS,
     ParsedTrees,
@@ -35,6 +36,10 @@ def diff_symbols(
     new: dict[str, Symbol],
     skip: Callable[[str], bool] = lambda _n: False,
 ) -> list[SymbolChange]:
+    """Symbols added, removed or changed in behaviour (see selection.pyast); a change is
+    other-device-only when the symbol is named for another device or when it vanishes once
+    another device's code is left out (in test code, `cpu`/`meta` code too)."""
+    tests = path.startswith(("test/", "torch/testing/"))
     changes: list[SymbolChange] = []
     for name in sorted(set(old) | set(new)):
         if skip(name):
@@ -45,7 +50,7 @@ def diff_symbols(
         elif name not in new:
             changes.append(SymbolChange(path, name, ChangeKind.removed, device_named))
         elif not same_code(old[name], new[name]):
-            same_for_us = same_code_for_us(old[name], new[name])
+            same_for_us = same_code_for_us(old[name], new[name], tests)
             changes.append(
                 SymbolChange(path, name, ChangeKind.modified, device_named or same_for_us)
             )
@@ -160,11 +165,22 @@ def _is_db_list(qualname: str) -> bool:
     return qualname.endswith("_db")
 
 
-class Detector:
-    """Builds the ChangeSet; parsed modules are kept in the ParsedTrees for the next stages."""
+# Modules parsed by detect whose trees are kept for the stages after it (the link graph
+# parses them again otherwise); the rest are parsed, compared and let go.
+_KEEP_PARSED = ("torch/testing/", "test/", "torch/nn/", "torch/_refs/", "torch/_decomp/")
 
-    def __init__(self, base: ParsedTrees, head: ParsedTrees) -> None:
+
+class Detector:
+    """Builds the ChangeSet; parsed modules are kept in the ParsedTrees for the next stages.
+
+    `cache` (optional) keeps per-file symbol comparisons by the two blobs compared, so the
+    same release pair is parsed once per machine."""
+
+    def __init__(
+        self, base: ParsedTrees, head: ParsedTrees, cache: AnalysisCache | None = None
+    ) -> None:
         self.base, self.head = base, head
+        self.cache = cache
         self.symbols_cache: dict[tuple[str, str], dict[str, Symbol]] = {}
         self._dtype_evals: dict[str, DtypeEvaluator] = {}
 
@@ -179,15 +195,18 @@ class Detector:
             self._dtype_evals[side] = evaluator
         return self._dtype_evals[side]
 
-    def symbols(self, side: str, path: str) -> dict[str, Symbol] | None:
+    def symbols(self, side: str, path: str, keep: bool = True) -> dict[str, Symbol] | None:
         key = (side, path)
-        if key not in self.symbols_cache:
-            trees = self.base if side == "base" else self.head
-            tree = trees.module(path)
-            if tree is None:
-                return None
-            self.symbols_cache[key] = module_symbols(tree, trees.tree.read(path) or "")
-        return self.symbols_cache[key]
+        if key in self.symbols_cache:
+            return self.symbols_cache[key]
+        trees = self.base if side == "base" else self.head
+        tree = trees.module(path) if keep else trees.parse(path)
+        if tree is None:
+            return None
+        symbols = module_symbols(tree, trees.tree.read(path) or "")
+        if keep:
+            self.symbols_cache[key] = symbols
+        return symbols
 
     def detect(
         self,
@@ -211,12 +230,14 @@ class Detector:
             return self._native(changes, path, kind)
         if not analysed_by_symbol(path):
             return FileChange(path, kind)
+        database = is_database_file(path)
+        if not database and not is_test_file(path):
+            return self._library(changes, path, kind)
         old = self.symbols("base", path) if kind != ChangeKind.added else {}
         new = self.symbols("head", path) if kind != ChangeKind.removed else {}
         error = self.base.errors.get(path) or self.head.errors.get(path)
         if old is None or new is None:
             return FileChange(path, kind, error or "could not be read")
-        database = is_database_file(path)
         # Database lists are compared entry by entry below: fingerprinting all of `op_db`
         # as one symbol would cost seconds for nothing.
         symbol_changes = diff_symbols(
@@ -231,7 +252,35 @@ class Detector:
                 if s.qualname.rsplit(".", 1)[-1].startswith("test") and "." in s.qualname
             )
         changes.symbols.extend(symbol_changes)
-        return FileChange(path, kind)
+        return FileChange(path, kind, analysed="symbols")
+
+    def _library(self, changes: ChangeSet, path: str, kind: ChangeKind) -> FileChange:
+        """Any other module: symbols compared, through the cache when one is given."""
+        key = None
+        if self.cache is not None:
+            ids = [
+                (t.tree.content_id(path) if k else None) or "-"
+                for t, k in (
+                    (self.base, kind != ChangeKind.added),
+                    (self.head, kind != ChangeKind.removed),
+                )
+            ]
+            key = self.cache.key("symbol-changes", path, *ids)
+            cached = self.cache.get(key)
+            if isinstance(cached, list):
+                changes.symbols.extend(cached)
+                return FileChange(path, kind, analysed="symbols")
+        keep = path.startswith(_KEEP_PARSED)
+        old = self.symbols("base", path, keep) if kind != ChangeKind.added else {}
+        new = self.symbols("head", path, keep) if kind != ChangeKind.removed else {}
+        if old is None or new is None:
+            error = self.base.errors.get(path) or self.head.errors.get(path)
+            return FileChange(path, kind, error or "could not be read")
+        found = diff_symbols(path, old, new)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, found)
+        changes.symbols.extend(found)
+        return FileChange(path, kind, analysed="symbols")
 
     def _database(
         self, changes: ChangeSet, path: str, symbols: list[SymbolChange]
@@ -254,4 +303,4 @@ class Detector:
         except NativeYamlError as exc:
             return FileChange(path, kind, str(exc))
         changes.native.extend(diff_entries(source, old, new))
-        return FileChange(path, kind)
+        return FileChange(path, kind, analysed="native")

@@ -36,6 +36,16 @@ OTHER_DEVICE_WORDS: frozenset[str] = frozenset(
 
 # device_type strings used by DecorateInfo(device_type=...) and `self.device_type == ...`.
 OTHER_DEVICE_TYPES: frozenset[str] = frozenset({"cuda", "rocm", "mps", "xpu", "hpu", "mtia", "xla"})
+# Device types that are another device's for a PrivateUse1 *test*, but not for library code:
+# a `cpu` DecorateInfo or `if self.device_type == "cpu"` in a template never applies to our
+# test class, while a library branch on `x.device.type == "cpu"` runs for the CPU reference
+# side of a comparison test, and `meta` code runs under FakeTensor tracing (torch.compile).
+TEST_ONLY_OTHER_DEVICE_TYPES: frozenset[str] = frozenset({"cpu", "meta"})
+# Compound tokens that name another device's feature inside identifiers (`tf32_on_and_off`).
+_OTHER_DEVICE_TOKENS = re.compile(r"tf32|cudnn|cublas|cufft|sm[89]\d", re.IGNORECASE)
+# Test decorators restricting a template to the CPU (`onlyCPU`, `skipCPUIfNoLapack`,
+# `dtypesIfCPU`): another device's, for a PrivateUse1 test.
+_CPU_DECORATOR_WORDS = ("only", "skip", "dtypes")
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
@@ -49,8 +59,21 @@ def identifier_words(name: str) -> list[str]:
 
 
 def names_other_device(name: str) -> bool:
-    """True when an identifier is about another device (`onlyCUDA`, `dtypesIfMPS`, `TEST_XPU`)."""
+    """True when an identifier is about another device (`onlyCUDA`, `dtypesIfMPS`, `TEST_XPU`,
+    `tf32_on_and_off`)."""
+    if _OTHER_DEVICE_TOKENS.search(name):
+        return True
     return any(word in OTHER_DEVICE_WORDS for word in identifier_words(name))
+
+
+def names_cpu_test_decorator(name: str) -> bool:
+    """`onlyCPU`, `skipCPUIf...`, `dtypesIfCPU`: a test decorator that only acts on the CPU."""
+    words = identifier_words(name)
+    return "cpu" in words and bool(words) and words[0] in _CPU_DECORATOR_WORDS
+
+
+def other_device_types(tests: bool) -> frozenset[str]:
+    return OTHER_DEVICE_TYPES | TEST_ONLY_OTHER_DEVICE_TYPES if tests else OTHER_DEVICE_TYPES
 
 
 def device_types_of(value: ast.expr | None) -> frozenset[str] | None:
@@ -69,9 +92,12 @@ def device_types_of(value: ast.expr | None) -> frozenset[str] | None:
     return None
 
 
-def is_other_device_only(device_types: frozenset[str] | None) -> bool:
-    """A restriction to device types none of which is ours (None/empty = every device)."""
-    return bool(device_types) and all(d in OTHER_DEVICE_TYPES for d in device_types or ())
+def is_other_device_only(device_types: frozenset[str] | None, tests: bool = True) -> bool:
+    """A restriction to device types none of which is ours (None/empty = every device).
+    `tests`: the restriction is a test's (a DecorateInfo, a template's branch), where `cpu`
+    and `meta` are another device's too."""
+    others = other_device_types(tests)
+    return bool(device_types) and all(d in others for d in device_types or ())
 
 
 def _expr_names(node: ast.AST) -> list[str]:
@@ -84,7 +110,7 @@ def _expr_names(node: ast.AST) -> list[str]:
     return names
 
 
-def guards_other_device(test: ast.expr) -> bool:
+def guards_other_device(test: ast.expr, tests: bool = False) -> bool:
     """True when `if <test>:` only holds on another device.
 
     Recognised: `TEST_CUDA`, `TEST_WITH_ROCM`, `torch.cuda.is_available()`,
@@ -92,14 +118,14 @@ def guards_other_device(test: ast.expr) -> bool:
     containing one of these. Anything else is treated as possibly true for us.
     """
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(guards_other_device(v) for v in test.values)
+        return any(guards_other_device(v, tests) for v in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, right = test.ops[0], test.comparators[0]
         if isinstance(op, (ast.Eq, ast.In)):
             types = device_types_of(right)
             if types is None and isinstance(test.left, ast.Constant):
                 types = device_types_of(test.left)
-            return is_other_device_only(types)
+            return is_other_device_only(types, tests)
         return False
     if isinstance(test, (ast.Name, ast.Attribute)):
         name = test.id if isinstance(test, ast.Name) else test.attr

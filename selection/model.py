@@ -30,6 +30,7 @@ class FileChange:
     path: str
     kind: ChangeKind
     parse_error: str = ""  # set when the new (or old) side could not be parsed
+    analysed: str = ""  # how detect compared it: symbols | native | cpp ("" = not compared)
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,11 @@ class Cause:
     """One link of a cause chain."""
 
     stage: str  # detect | map | scope | triage
-    kind: str  # e.g. entry-field, helper, template, canary, native, widen, manifest, agent
+    kind: str  # e.g. entry, template, call, registration, native, canary, widen, manifest, agent
     summary: str  # one line a person can read
+    # map: the hops from the changed item to the test (file:symbol how), first to last
+    evidence: tuple[str, ...] = ()
+    basis: str = ""  # map: "static" (from the sources) | "observed" (recorded execution)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import copy
 import hashlib
 from dataclasses import dataclass, field
 
-from selection.devices import guards_other_device, names_other_device
+from selection.devices import guards_other_device, names_cpu_test_decorator, names_other_device
 
 MODULE_SYMBOL = "<module>"
 
@@ -30,8 +30,14 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     return body
 
 
-def decorator_other_device(node: ast.expr) -> bool:
+def decorator_other_device(node: ast.expr, tests: bool = False) -> bool:
+    """`@onlyCUDA`, `@skipCUDAIfNoMagma`, `@torch.cuda.amp.autocast()`; in test code also the
+    CPU-only ones (`@onlyCPU`, `@dtypesIfCPU`): another device's for a PrivateUse1 test."""
     target = node.func if isinstance(node, ast.Call) else node
+    if tests:
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if names_cpu_test_decorator(name):
+            return True
     while isinstance(target, ast.Attribute):
         if names_other_device(target.attr):
             return True
@@ -42,14 +48,47 @@ def decorator_other_device(node: ast.expr) -> bool:
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _feed(node: object, out: list[str], agnostic: bool) -> None:
-    """Serialize an AST like ast.dump (no positions), leaving out docstrings and, when
+_DOCSTRING_SETTERS = ("add_docstr", "_add_docstr")
+_ANNOTATION_FIELDS = {"annotation", "returns"}
+_ANNOTATED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.arg, ast.AnnAssign)
+
+
+def _is_docstring_setter(node: ast.Call) -> bool:
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in _DOCSTRING_SETTERS
+
+
+def _field_value(node: ast.AST, name: str, agnostic: bool, tests: bool) -> object:
+    """A field as the behaviour comparison sees it (see _feed)."""
+    value = getattr(node, name, None)
+    if name == "body" and isinstance(node, _DEFINITIONS):
+        return _strip_docstring(list(value or []))
+    if name in _ANNOTATION_FIELDS and isinstance(node, _ANNOTATED):
+        return None  # annotations describe types, they do not run
+    if name == "args" and isinstance(node, ast.Call) and _is_docstring_setter(node):
+        return list(value or [])[:1]  # add_docstr(fn, "..."): the text is documentation
+    if agnostic and name == "decorator_list":
+        return [d for d in value or [] if not decorator_other_device(d, tests)]
+    if (
+        agnostic
+        and name == "body"
+        and isinstance(node, ast.If)
+        and guards_other_device(node.test, tests)
+    ):
+        return []
+    return value
+
+
+def _feed(node: object, out: list[str], agnostic: bool, tests: bool = False) -> None:
+    """Serialize an AST like ast.dump (no positions), leaving out what does not change
+    behaviour -- docstrings, annotations, the text given to `add_docstr` -- and, when
     `agnostic`, other-device decorators and the bodies of other-device `if` branches.
     Does not copy or mutate the tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:
-            _feed(item, out, agnostic)
+            _feed(item, out, agnostic, tests)
             out.append(",")
         out.append("]")
         return
@@ -59,33 +98,29 @@ def _feed(node: object, out: list[str], agnostic: bool) -> None:
     out.append(type(node).__name__)
     out.append("(")
     for name in node._fields:
-        value = getattr(node, name, None)
-        if name == "body" and isinstance(node, _DEFINITIONS):
-            value = _strip_docstring(list(value or []))
-        elif agnostic and name == "decorator_list":
-            value = [d for d in value or [] if not decorator_other_device(d)]
-        elif (
-            agnostic
-            and name == "body"
-            and isinstance(node, ast.If)
-            and guards_other_device(node.test)
-        ):
-            value = []
         out.append(name)
         out.append("=")
-        _feed(value, out, agnostic)
+        _feed(_field_value(node, name, agnostic, tests), out, agnostic, tests)
         out.append(",")
     out.append(")")
 
 
-def normalized_fingerprint(nodes: list[ast.AST], agnostic: bool) -> str:
+def normalized_fingerprint(nodes: list[ast.AST], agnostic: bool, tests: bool = False) -> str:
+    """A digest of what the nodes do. Import statements are compared as a set (their order
+    is not behaviour the tests can see)."""
     digest = hashlib.sha1()
+    imports: list[str] = []
     for node in nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a bare string statement (module docstring) is documentation
         out: list[str] = []
-        _feed(node, out, agnostic)
-        digest.update("".join(out).encode())
+        _feed(node, out, agnostic, tests)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append("".join(out))
+        else:
+            digest.update("".join(out).encode())
+    for text in sorted(imports):
+        digest.update(text.encode())
     return digest.hexdigest()
 
 
@@ -108,10 +143,10 @@ class Symbol:
     lineno: int
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
 
-    def fingerprint(self, agnostic: bool = False) -> str:
-        key = "agnostic" if agnostic else "full"
+    def fingerprint(self, agnostic: bool = False, tests: bool = False) -> str:
+        key = f"agnostic-{tests}" if agnostic else "full"
         if key not in self._cache:
-            self._cache[key] = normalized_fingerprint(self.nodes, agnostic)
+            self._cache[key] = normalized_fingerprint(self.nodes, agnostic, tests)
         return str(self._cache[key])
 
     @property
@@ -128,8 +163,12 @@ def same_code(old: Symbol, new: Symbol) -> bool:
     return old.text_hash == new.text_hash or old.fingerprint() == new.fingerprint()
 
 
-def same_code_for_us(old: Symbol, new: Symbol) -> bool:
-    return old.fingerprint(agnostic=True) == new.fingerprint(agnostic=True)
+def same_code_for_us(old: Symbol, new: Symbol, tests: bool = False) -> bool:
+    """Equal once another device's code is left out (`tests`: the code is test code, where
+    `cpu`/`meta` branches are another device's too)."""
+    return old.fingerprint(agnostic=True, tests=tests) == new.fingerprint(
+        agnostic=True, tests=tests
+    )
 
 
 class _Source:

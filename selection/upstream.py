@@ -26,31 +26,13 @@ NATIVE_FUNCTIONS = "native_functions.yaml"
 DERIVATIVES = "derivatives.yaml"
 
 
-# Library modules analysed symbol by symbol (the rest of torch/ is compared file by file:
-# parsing all of it would cost minutes per release for no mapping we can make).
-SYMBOL_PREFIXES = (
-    "torch/testing/_internal/",
-    "test/",
-    "torch/_refs/",
-    "torch/_decomp/",
-    "torch/_prims/",
-    "torch/_prims_common/",
-    "torch/nn/functional.py",
-    "torch/functional.py",
-    "torch/_meta_registrations.py",
-)
-
-
-# Testing infrastructure that device-generic op tests never import (compared file by file).
-NOT_DEVICE_GENERIC = ("distributed/", "generated/", "optests/", "codegen/", "test_module/")
+# Python sources analysed symbol by symbol: all of the library and the tests (a change is
+# behaviour-free, another device's, or reaches tests through the link graph).
+SYMBOL_ROOTS = ("torch/", "test/")
 
 
 def analysed_by_symbol(path: str) -> bool:
-    if path.startswith(INTERNAL + "/") and path.removeprefix(INTERNAL + "/").startswith(
-        NOT_DEVICE_GENERIC
-    ):
-        return False
-    return path.endswith(".py") and path.startswith(SYMBOL_PREFIXES)
+    return path.endswith(".py") and path.startswith(SYMBOL_ROOTS)
 
 
 def is_database_file(path: str) -> bool:
@@ -96,16 +78,21 @@ class ParsedTrees:
 
     def module(self, path: str) -> ast.Module | None:
         if path not in self.modules:
-            text = self.tree.read(path)
-            if text is None:
-                self.modules[path] = None
-            else:
-                try:
-                    self.modules[path] = ast.parse(text, filename=path)
-                except (SyntaxError, ValueError) as exc:
-                    self.modules[path] = None
-                    self.errors[path] = f"{type(exc).__name__}: {exc}"
+            self.modules[path] = self.parse(path)
         return self.modules[path]
+
+    def parse(self, path: str) -> ast.Module | None:
+        """Parse without keeping the tree (a module already kept is returned as is)."""
+        if path in self.modules:
+            return self.modules[path]
+        text = self.tree.read(path)
+        if text is None:
+            return None
+        try:
+            return ast.parse(text, filename=path)
+        except (SyntaxError, ValueError) as exc:
+            self.errors[path] = f"{type(exc).__name__}: {exc}"
+            return None
 
 
 def database_files(trees: ParsedTrees) -> list[str]:

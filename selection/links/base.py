@@ -1,4 +1,4 @@
-"""The link contract: targets, evidence, links, and the protocol every link kind follows. Pure."""
+"""The link contract: targets, evidence, links, outcomes, and the protocol every kind follows. Pure."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Target:
-    """Something a change reaches; `key` identifies it across link kinds."""
+    """Something a change reaches; equal targets are one node of the link graph."""
 
-    kind: str  # aten | function | entry | template | instances
-    name: str  # "add.Tensor" | "gelu" | "add" | "test_out" | a label
+    kind: str  # aten | function | entry | template | subsystem | instances
+    name: str  # "add.Tensor" | "gelu" | "add" | "test_out" | "torch/_dynamo" | a label
     path: str = ""  # function: file; template: test file
     scope: str = ""  # entry: database ("opinfo" | "moduleinfo" | "foreach"); template: class
     variant: str = ""  # entry: variant_test_name
@@ -66,7 +66,7 @@ class Step:
 
     path: str
     symbol: str
-    how: str  # "@register_decomposition(aten.gelu_backward)", "calls _canonical_mask", ...
+    how: str  # "@register_decomposition(aten.gelu_backward) (line 253)", "calls F.gelu", ...
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.symbol}" if self.symbol else self.path
@@ -80,20 +80,35 @@ class Link:
     target: Target
     evidence: tuple[Step, ...] = ()
     basis: str = "static"  # static | observed
-
-
-class LinkKind(Protocol):
-    """One kind of link. `reach` must not do I/O: everything it reads is in the index."""
-
-    name: str
-
-    def reach(self, change: object, index: LinkIndex) -> list[Link]: ...
+    kinds: tuple[str, ...] = ()  # the graph edges followed, first to last (call, dispatch, ...)
 
 
 @dataclass
-class Reached:
-    """What one change reaches once its links are resolved: per instance, the link that
-    reaches it (the first found), and why nothing was reached when nothing was."""
+class Outcome:
+    """What one change reaches, as a link kind decides it.
+
+    - `links` and no `canary`: every test the links reach runs (resolved through the graph);
+    - `canary`: a stratified canary, aimed at what `links` reach (all reused tests without);
+    - `no_effect`: nothing here can be affected, and why;
+    - `blind_spot`: the analysis could not link it (listed by name in the report).
+    """
 
     links: list[Link] = field(default_factory=list)
-    no_effect: str = ""  # a reason, when the change reaches nothing by design
+    no_effect: str = ""
+    canary: str = ""
+    blind_spot: str = ""
+    kind: str = ""  # the map cause's kind: template, entry, call, native, derivative, ...
+
+    @property
+    def decided(self) -> bool:
+        return bool(self.links or self.no_effect or self.canary or self.blind_spot)
+
+
+class LinkKind(Protocol):
+    """One kind of first hop, from a changed item to targets. `reach` must not do I/O:
+    everything it reads is in the index. It returns an empty Outcome for a change it does
+    not handle."""
+
+    name: str
+
+    def reach(self, change: object, index: LinkIndex) -> Outcome: ...

@@ -11,8 +11,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from selection.device import DeviceFacts
-    from selection.observed import ObservedMap
+    from selection.links.explore import Explorer
+    from selection.links.graph import LinkGraph
+    from selection.model import TestInstance
+    from selection.observed import ObservedMap, Pair
     from selection.oplists import OpDatabase
+    from selection.sources.analysis_cache import AnalysisCache
     from selection.universe import Universe
     from selection.upstream import ParsedTrees
 
@@ -27,6 +31,7 @@ class LinkIndex:
     universe: Universe
     facts: DeviceFacts
     observed: ObservedMap | None = None
+    cache: AnalysisCache | None = None
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def memo(self, key: str, build: Callable[[], T]) -> T:
@@ -34,3 +39,46 @@ class LinkIndex:
         if key not in self._memo:
             self._memo[key] = build()
         return self._memo[key]
+
+    @property
+    def explorer(self) -> Explorer:
+        from selection.links.explore import Explorer
+
+        def build() -> Explorer:
+            lowered: dict[str, list[str]] = {}
+            for aten, ops in self.facts.ops_by_aten.items():
+                for op in ops:
+                    lowered.setdefault(op, []).append(aten)
+            explorer = Explorer(
+                self.head,
+                self.db,
+                self.universe,
+                {k: tuple(v) for k, v in lowered.items()},
+                self.cache,
+            )
+            explorer.build()
+            return explorer
+
+        return self.memo("explorer", build)
+
+    @property
+    def graph(self) -> LinkGraph:
+        return self.explorer.graph
+
+    def by_op(self) -> dict[str, list[TestInstance]]:
+        return self.memo("by_op", self.universe.by_op)
+
+    def by_template(self) -> dict[tuple[str, str, str], list[TestInstance]]:
+        return self.memo("by_template", self.universe.by_template)
+
+    def by_pair(self) -> dict[Pair, list[TestInstance]]:
+        """Instances by (database, op full name, dtype): how the observed map names them."""
+
+        def build() -> dict[Pair, list[TestInstance]]:
+            index: dict[Pair, list[TestInstance]] = {}
+            for inst in self.universe.instances:
+                if inst.op is not None and inst.dtype is not None:
+                    index.setdefault((inst.database, inst.op, inst.dtype), []).append(inst)
+            return index
+
+        return self.memo("by_pair", build)

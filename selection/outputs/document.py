@@ -12,7 +12,6 @@ from typing import Any
 
 from selection.model import Revision
 from selection.state import PipelineState
-from selection.universe import Universe
 from spyre_ci import __version__
 
 SCHEMA = "spyre-ci/selection"
@@ -39,8 +38,8 @@ def build_document(
     state: PipelineState, shards: dict[str, int], agent: dict[str, Any], matrix: dict[str, object]
 ) -> dict[str, Any]:
     request = state.request
-    universe = state.context.get("universe")
-    exact_ids = universe.exact_ids if isinstance(universe, Universe) else set()
+    universe = state.universe
+    exact_ids = universe.exact_ids if universe is not None else set()
     selected = []
     for node_id, candidate in state.candidates.items():
         inst = candidate.instance
@@ -96,7 +95,7 @@ def build_document(
         },
         "blind_spots": state.blind_spots,
         "notes": state.notes,
-        "manifest_changes": state.context.get("manifest_findings", []),
+        "manifest_changes": state.manifest_findings,
         "no_effect": (mapped.no_effect[:MAX_NO_EFFECT] if mapped else []),
         "no_effect_total": len(mapped.no_effect) if mapped else 0,
         "groups": [

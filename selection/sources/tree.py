@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Protocol
 
@@ -13,32 +14,57 @@ from selection.model import ChangeKind
 class SourceTree(Protocol):
     def read(self, path: str) -> str | None: ...
     def list(self, prefix: str) -> list[str]: ...
+    def content_id(self, path: str) -> str | None:
+        """A stable id of the file's content (its git blob id), for caching analyses."""
+        ...
+
+
+def _text_id(text: str | None) -> str | None:
+    return None if text is None else "sha1:" + hashlib.sha1(text.encode()).hexdigest()
 
 
 class GitTree:
-    """The files of one commit, read from git objects (no checkout)."""
+    """The files of one commit, read from git objects (no checkout).
+
+    The commit's whole listing comes from one `git ls-tree -r` (walking tree objects
+    through GitPython costs milliseconds per path); blobs are read through the object
+    database's persistent `cat-file` process."""
 
     def __init__(self, repo: git.Repo, sha: str) -> None:
         self.repo = repo
         self.commit = repo.commit(sha)
         self._cache: dict[str, str | None] = {}
+        self._blobs: dict[str, str] | None = None
+
+    def _listing(self) -> dict[str, str]:
+        if self._blobs is None:
+            blobs: dict[str, str] = {}
+            out = self.repo.git.ls_tree("-r", "-z", "--full-tree", self.commit.hexsha)
+            for record in out.split("\0"):
+                meta, _, path = record.partition("\t")
+                parts = meta.split()
+                if len(parts) == 3 and parts[1] == "blob":
+                    blobs[path] = parts[2]
+            self._blobs = blobs
+        return self._blobs
 
     def read(self, path: str) -> str | None:
         if path not in self._cache:
-            try:
-                blob = self.commit.tree / path
-            except KeyError:
+            sha = self._listing().get(path)
+            if sha is None:
                 self._cache[path] = None
             else:
-                self._cache[path] = blob.data_stream.read().decode("utf-8", errors="replace")
+                data = self.repo.odb.stream(bytes.fromhex(sha)).read()
+                self._cache[path] = data.decode("utf-8", errors="replace")
         return self._cache[path]
 
+    def content_id(self, path: str) -> str | None:
+        sha = self._listing().get(path)
+        return None if sha is None else "blob:" + sha
+
     def list(self, prefix: str) -> list[str]:
-        try:
-            subtree = self.commit.tree / prefix.rstrip("/")
-        except KeyError:
-            return []
-        return sorted(str(item.path) for item in subtree.traverse() if item.type == "blob")  # type: ignore[union-attr]
+        start = prefix.rstrip("/") + "/"
+        return sorted(p for p in self._listing() if p.startswith(start))
 
 
 class DirTree:
@@ -50,6 +76,9 @@ class DirTree:
     def read(self, path: str) -> str | None:
         file = self.root / path
         return file.read_text(encoding="utf-8", errors="replace") if file.is_file() else None
+
+    def content_id(self, path: str) -> str | None:
+        return _text_id(self.read(path))
 
     def list(self, prefix: str) -> list[str]:
         base = self.root / prefix
@@ -69,6 +98,13 @@ class OverlayTree:
             text = tree.read(path)
             if text is not None:
                 return text
+        return None
+
+    def content_id(self, path: str) -> str | None:
+        for tree in self.trees:
+            found = tree.content_id(path)
+            if found is not None:
+                return found
         return None
 
     def list(self, prefix: str) -> list[str]:

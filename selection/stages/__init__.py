@@ -27,7 +27,7 @@ def default_registry(triage: TriageStage | None = None) -> StageRegistry:
 
 
 def _map_all(state: PipelineState) -> StageReport:
-    universe = MapStage.universe(state)
+    universe = state.instances()
     cause = Cause("map", "disabled", "map stage disabled: every enumerated instance is a candidate")
     state.candidates = {i.node_id: Candidate(i, [cause]) for i in universe.instances}
     return StageReport("map", {"candidates": len(state.candidates)}, ["disabled"])

@@ -12,14 +12,10 @@ class DetectStage:
 
     def run(self, state: PipelineState) -> StageReport:
         request = state.request
-        detector = Detector(request.base_trees, request.head_trees)
-        state.context["detector"] = detector
-        report = state.context.get("file_progress")
+        detector = Detector(request.base_trees, request.head_trees, request.cache)
+        state.detector = detector
         changes = detector.detect(
-            request.base,
-            request.head,
-            request.changed_paths,
-            report if callable(report) else None,
+            request.base, request.head, request.changed_paths, state.file_progress
         )
         state.changes = changes
         for file in changes.unparseable:

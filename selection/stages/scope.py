@@ -16,8 +16,6 @@ from selection.oplists import OpDatabase
 from selection.state import PipelineState
 from selection.universe import Universe
 
-MAX_CANARY_CAUSES = 4
-
 
 def _upstream_skips(universe: Universe) -> dict[tuple[str, str, str], str]:
     return {
@@ -47,10 +45,8 @@ class ScopeStage:
     name = "scope"
 
     def run(self, state: PipelineState) -> StageReport:
-        from selection.stages.map import MapStage
-
-        universe = MapStage.universe(state)
-        db = MapStage.database(state)
+        universe = state.instances()
+        db = state.database()
         device = state.request.device.name
         backend = state.request.backend
         skipped_upstream = _upstream_skips(universe)
@@ -62,7 +58,7 @@ class ScopeStage:
             if entry_skip(db, inst, device) is None:
                 reused.append(inst)
         state.reused_total = len(reused)
-        state.context["reused"] = reused
+        state.reused = reused
         kept: dict[str, Candidate] = {}
         dropped_manifest = dropped_upstream = 0
         for node_id, candidate in state.candidates.items():
@@ -108,32 +104,43 @@ class ScopeStage:
     def _canary(
         self, state: PipelineState, reused: list[TestInstance], kept: dict[str, Candidate]
     ) -> int:
-        causes = state.mapped.canary_causes if state.mapped else []
-        if not causes or state.request.widen == "full":
+        """One instance per (file, class, template, dtype) stratum of the reused instances
+        each canary aims at (all of them for an unaimed one), unless one already runs."""
+        canaries = state.mapped.canaries if state.mapped else []
+        if not canaries or state.request.widen == "full":
             return 0
+        added = 0
+        for canary in canaries:
+            pool = [i for i in reused if canary.aim is None or i.node_id in canary.aim]
+            added += self._stratified(state, canary.cause, pool, kept)
+        return added
+
+    def _stratified(
+        self,
+        state: PipelineState,
+        cause: Cause,
+        pool: list[TestInstance],
+        kept: dict[str, Candidate],
+    ) -> int:
         strata: dict[tuple[str, str, str, str], list[TestInstance]] = {}
-        for inst in reused:
+        for inst in pool:
             strata.setdefault(
                 (inst.file, inst.test_class, inst.template, inst.dtype or ""), []
             ).append(inst)
-        added = 0
         backend = state.request.backend
-        summary = (
-            causes[0].summary
-            if len(causes) == 1
-            else f"{len(causes)} changes to shared test machinery or unmapped library code"
-        )
-        root = Cause("detect", "machinery", summary)
+        root = Cause("detect", "machinery", cause.summary)
+        added = 0
         for stratum, members in sorted(strata.items()):
             if any(m.node_id in kept for m in members):
                 continue
             chosen = min(members, key=lambda m: _spread(m, stratum))
-            candidate = Candidate(chosen, [root, *causes[:MAX_CANARY_CAUSES]])
+            candidate = Candidate(chosen, [root, cause])
             candidate.causes.append(
                 Cause(
                     "map",
                     "canary",
-                    f"canary for {stratum[1]}.{stratum[2]} [{stratum[3] or 'no dtype'}]: {summary}",
+                    f"canary for {stratum[1]}.{stratum[2]} [{stratum[3] or 'no dtype'}]: "
+                    f"{cause.summary}",
                 )
             )
             answer = backend.answer(chosen)

@@ -15,7 +15,6 @@ from selection.agents import TriageAgent
 from selection.agents.deterministic import DeterministicAgent
 from selection.model import Candidate, Cause, Dropped, StageReport
 from selection.state import Group, PipelineState, Verdict
-from selection.universe import Universe
 
 MODE_WEIGHT = {"mandatory_success": 1.0, "xfail_strict": 0.9, "xfail": 0.75}
 PRIMARY_DTYPES = ("float16", "bfloat16", "float32")
@@ -106,8 +105,8 @@ def _manifest_change_groups(groups: list[Group]) -> list[str]:
 
 
 def _gradient_free_templates(state: PipelineState) -> set[tuple[str, str, str]]:
-    universe = state.context.get("universe")
-    if not isinstance(universe, Universe):
+    universe = state.universe
+    if universe is None:
         return set()
     return {
         (t.file, t.test_class, t.method)
@@ -163,7 +162,7 @@ class TriageStage:
                 kept[node_id] = candidate
         state.groups = groups
         findings = manifest_findings(state) + _manifest_change_groups(groups)
-        state.context["manifest_findings"] = findings
+        state.manifest_findings = findings
         counts["manifest_findings"] = len(findings)
         state.candidates = dict(sorted(kept.items(), key=lambda kv: (-kv[1].rank, kv[0])))
         notes = list(getattr(self.agent, "notes", []))

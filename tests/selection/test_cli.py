@@ -202,7 +202,31 @@ def test_pr_fetch_failure_exits_3_naming_the_pr(
     assert "could not fetch PR #12 from origin" in " ".join(stderr.split())
 
 
-def test_unmapped_library_change_selects_the_canary_and_reports_the_blind_spot(
+def test_a_library_change_nothing_links_is_a_blind_spot_covered_by_the_canary(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    upstream.reset()
+    upstream.write(
+        "torch/utils/registry.py", "REGISTRY = {}\n\ndef register(name):\n    return name\n"
+    )
+    base = upstream.commit("a library module no reused test reaches")
+    upstream.edit("torch/utils/registry.py", "return name", "return name.upper()")
+    head = upstream.commit("change it")
+    out = tmp_path / "lib"
+    args = range_args(upstream, head, manifest, out)
+    args[args.index("--from") + 1] = base
+    code, _, _ = run_select(args, tmp_path / "cache")
+    assert code == EXIT_SELECTED
+    doc = json.loads((out / "selection.json").read_text())
+    assert doc["summary"]["selected"] == 6  # one per (template, dtype) stratum
+    assert any("torch/utils/registry.py: register" in g["cause"] for g in doc["groups"])
+    assert any(
+        "torch/utils/registry.py: register modified: linked to no reused test statically" in b
+        for b in doc["blind_spots"]
+    )
+
+
+def test_a_new_module_in_a_subsystem_nothing_reaches_has_no_effect_and_says_why(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
     upstream.reset()
@@ -210,11 +234,12 @@ def test_unmapped_library_change_selects_the_canary_and_reports_the_blind_spot(
     head = upstream.commit("inductor")
     out = tmp_path / "lib"
     code, _, _ = run_select(range_args(upstream, head, manifest, out), tmp_path / "cache")
-    assert code == EXIT_SELECTED
+    assert code == EXIT_EMPTY
     doc = json.loads((out / "selection.json").read_text())
-    assert doc["summary"]["selected"] == 6  # one per (template, dtype) stratum
-    assert any("torch/_inductor/lowering.py" in g["cause"] for g in doc["groups"])
-    assert any("not mapped to ops statically" in b for b in doc["blind_spots"])
+    assert doc["no_effect"] == [
+        "torch/_inductor/lowering.py: <module> added: no reused test reaches torch/_inductor",
+        "torch/_inductor/lowering.py: lower added: no reused test reaches torch/_inductor",
+    ]
 
 
 def test_a_template_that_cannot_be_enumerated_runs_as_its_whole_class(

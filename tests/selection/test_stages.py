@@ -181,8 +181,8 @@ def test_instantiation_machinery_change_selects_a_stratified_canary(
     head = upstream.change(DEVICE, _MACHINERY_OLD, _MACHINERY_NEW)
     state = select(head)
     assert counts(state, "map")["canary_causes"] == 1
-    reused = state.context["reused"]
-    strata = {(i.template, i.dtype) for i in reused}  # type: ignore[attr-defined]
+    reused = state.reused
+    strata = {(i.template, i.dtype) for i in reused}
     selected = [c.instance for c in state.candidates.values()]
     assert len(selected) == len(strata) == 6 < state.reused_total
     assert {(i.template, i.dtype) for i in selected} == strata
@@ -318,7 +318,7 @@ def test_an_expected_failure_removed_upstream_asks_for_a_manifest_change_and_run
     assert group.verdict is not None and group.verdict.decision == "manifest_change"
     assert "xfail" in group.verdict.rationale
     assert counts(state, "triage")["manifest_change"] == counts(state, "triage")["selected"] == 1
-    findings = state.context["manifest_findings"]
+    findings = state.manifest_findings
     assert isinstance(findings, list) and len(findings) == 1
     finding = str(findings[0])
     assert "OpInfo 'exp' modified" in finding and "make them mandatory_success" in finding

@@ -48,8 +48,8 @@ def test_without_test_tree_templates_are_assumed_and_the_blind_spot_is_stated(
     upstream, head, _ = release_like
     state = _select(upstream, head, manifest, None)
     assert any("no test/ tree" in spot and "exact=false" in spot for spot in state.blind_spots)
-    universe = state.context["universe"]
-    assert universe.exact_ids == set()  # type: ignore[attr-defined]
+    universe = state.universe
+    assert universe is not None and universe.exact_ids == set()
     # test_out and test_plain are both assumed to be @ops(op_db) templates of test_ops.py
     assert {c.instance.name for c in state.candidates.values()} == {
         "test_out_mul_spyre_float16",
@@ -73,5 +73,5 @@ def test_pytorch_src_gives_exact_templates(
         "test_out_mul_spyre_float16",
         "test_out_mul_spyre_float32",
     }
-    universe = state.context["universe"]
-    assert set(state.candidates) <= universe.exact_ids  # type: ignore[attr-defined]
+    universe = state.universe
+    assert universe is not None and set(state.candidates) <= universe.exact_ids

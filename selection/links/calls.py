@@ -1,0 +1,78 @@
+"""Link kind `call`: the static call graph of Python code. Pure.
+
+A function, method, class or assigned name uses what its code calls, decorates with,
+passes as an argument, inherits from or refers to (selection.python.summary), resolved
+through imports (selection.python.resolver). A method call on an object whose type is not
+known statically (`x.softmax(dim)`) is a `Tensor` method when `torch/_tensor.py` defines it
+in Python, else, in library code, the ATen op of that name; in test code such calls are
+left out (a template calling `.add()` to build its inputs is not "dispatching to add").
+A class that is constructed, called or subclassed is used with all its methods (any of them
+may run on the instance); a plain reference or argument (`isinstance`) reads only its body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+
+from selection.links.base import Step, Target
+from selection.python.resolver import Resolver
+from selection.python.summary import ModuleSummary, Use, is_test_code
+
+KIND = "call"
+TENSOR_MODULE = "torch/_tensor.py"
+
+
+def _describe(use: Use) -> str:
+    verb = {
+        "call": "calls",
+        "decorator": "is decorated with",
+        "argument": "passes",
+        "base": "inherits from",
+    }.get(use.how, "uses")
+    return f"{verb} {'.'.join(use.chain)} (line {use.line})"
+
+
+def _method_fallback(
+    use: Use,
+    tensor: ModuleSummary | None,
+    aten_ops: Collection[str],
+    library: bool,
+) -> list[Target]:
+    if use.how != "call" or len(use.chain) < 2:
+        return []
+    name = use.chain[-1]
+    if tensor is not None and f"Tensor.{name}" in tensor.kinds:
+        return [Target.function(TENSOR_MODULE, f"Tensor.{name}")]
+    if library and name in aten_ops:
+        return [Target.aten(name)]
+    return []
+
+
+# Uses that construct, call or subclass a class (so any of its methods may run). A class
+# passed as an argument (`tree_map_only(torch.Tensor, ...)`) or merely referenced
+# (isinstance, an annotation) is not constructed there; an entry's own arguments are the
+# exception (`ModuleInfo(torch.nn.Linear)`: the test constructs it), see entry_arguments.
+CONSTRUCTING = ("call", "base", "decorator")
+
+
+def uses_of(
+    summary: ModuleSummary,
+    qualname: str,
+    resolver: Resolver,
+    tensor: ModuleSummary | None,
+    methods_of: Callable[[Target], list[str]],
+) -> Iterator[tuple[Target, str, Step]]:
+    """(used target, link kind, evidence) for each use of one symbol. `methods_of` gives a
+    class target's method qualnames (empty for anything else)."""
+    library = not is_test_code(summary.path)
+    for use in summary.uses.get(qualname, ()):
+        targets = resolver.resolve(summary, qualname, use.chain)
+        unknown = use.chain[0] not in summary.kinds and use.chain[0] not in summary.bindings
+        if not targets and unknown:
+            targets = _method_fallback(use, tensor, resolver.aten_ops, library)
+        step = Step(summary.path, qualname, _describe(use))
+        for target in targets:
+            yield target, KIND, step
+            if use.how in CONSTRUCTING:
+                for method in methods_of(target):
+                    yield Target.function(target.path, method), KIND, step

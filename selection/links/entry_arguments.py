@@ -1,0 +1,41 @@
+"""Link kind `argument`: what an OpInfo/ModuleInfo entry's own arguments name. Pure.
+
+`sample_inputs_func=sample_inputs_gelu`, `op=torch.nn.functional.gelu`, `ref=...`,
+`decorators=(DecorateInfo(toleranceOverride(...), "TestCommon", "test_out"),)`: every name
+the constructor call uses, resolved in the database module, except DecorateInfos aimed at
+another device (for a PrivateUse1 test `cpu` and `meta` are other devices too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from selection.links.base import Step, Target
+from selection.links.calls import CONSTRUCTING
+from selection.opinfo_db import DbEntry
+from selection.python.resolver import Resolver
+from selection.python.summary import ModuleSummary, uses_in
+
+KIND = "argument"
+
+
+def entry_target(entry: DbEntry) -> Target:
+    return Target.entry(entry.database, entry.name, entry.variant)
+
+
+def argument_uses(
+    entry: DbEntry,
+    summary: ModuleSummary,
+    resolver: Resolver,
+    methods_of: Callable[[Target], list[str]],
+) -> Iterator[tuple[Target, str, Step]]:
+    if entry.call is None:
+        return
+    label = f"{entry.info_class}({entry.full_name!r})"
+    for use in uses_in(entry.call, tests=True):
+        step = Step(entry.path, label, f"passes {'.'.join(use.chain)} (line {use.line})")
+        for target in resolver.resolve(summary, "", use.chain):
+            yield target, KIND, step
+            if use.how in (*CONSTRUCTING, "argument"):  # its class; a ModuleInfo's module
+                for method in methods_of(target):
+                    yield Target.function(target.path, method), KIND, step

@@ -1,0 +1,217 @@
+"""Build the link graph of one revision, exploring forward from what the backend runs. Pure
+over parsed trees.
+
+Roots are the OpInfo/ModuleInfo entries and the reused test templates. From each node the
+edges of every link kind are added (calls, an entry's arguments, its default callables, the
+ATen ops it dispatches to, the PythonRefInfo relation, registrations of Python kernels for
+an ATen op, the ops a backward formula calls) and the nodes they lead to explored in turn.
+Modules are parsed when first reached, so only code the tests can reach is read; a package
+collapsed as a subsystem (`selection.links.subsystems`) is one node, never parsed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+
+from selection.links.base import Step, Target
+from selection.links.callables import callable_uses
+from selection.links.calls import TENSOR_MODULE, uses_of
+from selection.links.derivatives import Derived, derivative_uses
+from selection.links.dispatch import dispatch_uses
+from selection.links.entry_arguments import argument_uses, entry_target
+from selection.links.graph import LinkGraph
+from selection.links.python_refs import python_ref_uses
+from selection.links.registrations import is_registration_module
+from selection.links.subsystems import is_other_device_package, subsystem_of
+from selection.native_yaml import NativeYamlError, parse_entries
+from selection.opinfo_db import DbEntry
+from selection.oplists import OpDatabase
+from selection.python.names import ModuleNames
+from selection.python.resolver import Resolver
+from selection.python.summary import ModuleSummary, is_test_code, summarize
+from selection.sources.analysis_cache import AnalysisCache
+from selection.universe import Universe
+from selection.upstream import ParsedTrees, is_database_file
+
+Out = Iterator[tuple[Target, str, Step]]
+Registered = dict[str, list[tuple[Target, Step]]]  # aten op (base) -> functions, evidence
+NATIVE_PATHS = (
+    "aten/src/ATen/native/native_functions.yaml",
+    "torchgen/packaged/ATen/native/native_functions.yaml",
+)
+DERIVATIVE_PATHS = (
+    "tools/autograd/derivatives.yaml",
+    "torchgen/packaged/autograd/derivatives.yaml",
+)
+
+
+def _first_text(trees: ParsedTrees, paths: tuple[str, ...]) -> tuple[str, str] | None:
+    for path in paths:
+        text = trees.tree.read(path)
+        if text:
+            return path, text
+    return None
+
+
+class Explorer:
+    def __init__(
+        self,
+        trees: ParsedTrees,
+        db: OpDatabase,
+        universe: Universe,
+        lowered_to: dict[str, tuple[str, ...]] | None = None,
+        cache: AnalysisCache | None = None,
+    ) -> None:
+        self.cache = cache
+        self.trees, self.db, self.universe = trees, db, universe
+        self.lowered_to = lowered_to or {}
+        self.names = ModuleNames([*trees.tree.list("torch"), *trees.tree.list("test")])
+        self.summaries: dict[str, ModuleSummary | None] = {}
+        self.unparseable: dict[str, str] = {}
+        self.native = self._native_entries(NATIVE_PATHS)
+        self.aten_ops = frozenset(op.split(".", 1)[0] for op in self.native)
+        self.resolver = Resolver(
+            self.names, self.summary, subsystem_of, self.aten_ops, is_other_device_package
+        )
+        self.graph = LinkGraph()
+        self._entries = {entry_target(e): e for e in db.entries.values()}
+        self._registered: Registered | None = None
+        self._derived: Derived | None = None
+
+    # -- sources -----------------------------------------------------------------------------
+    def _native_entries(self, paths: tuple[str, ...]) -> dict[str, dict[str, object]]:
+        found = _first_text(self.trees, paths)
+        if found is None:
+            return {}
+        try:
+            return parse_entries(found[1], found[0])
+        except NativeYamlError as exc:
+            self.unparseable[found[0]] = str(exc)
+            return {}
+
+    def summary(self, path: str) -> ModuleSummary | None:
+        if path not in self.summaries:
+            self.summaries[path] = self._summarize(path)
+        return self.summaries[path]
+
+    def _summarize(self, path: str) -> ModuleSummary | None:
+        """A module's summary, from the analysis cache when its blob was summarized before."""
+        content = self.trees.tree.content_id(path)
+        key = self.cache.key("summary", path, content) if self.cache and content else None
+        if key is not None and self.cache is not None:
+            cached = self.cache.get(key)
+            if isinstance(cached, ModuleSummary):
+                return cached
+        tree = self.trees.parse(path)
+        if tree is None:
+            if path in self.trees.errors:
+                self.unparseable[path] = self.trees.errors[path]
+            return None
+        text = self.trees.tree.read(path) or ""
+        summary = summarize(path, tree, text, self.names, tests=is_test_code(path))
+        if key is not None and self.cache is not None:
+            self.cache.put(key, summary)
+        return summary
+
+    def _is_database_list(self, target: Target) -> bool:
+        return (
+            target.kind == "function"
+            and (target.name in self.db.lists or target.name in self.db.derived)
+            and is_database_file(target.path)
+        )
+
+    def methods_of(self, target: Target) -> list[str]:
+        """The method qualnames of a class target (none for anything else)."""
+        if target.kind != "function" or "." in target.name:
+            return []
+        summary = self.summary(target.path)
+        if summary is None or summary.kinds.get(target.name) != "class":
+            return []
+        prefix = target.name + "."
+        return [q for q in summary.kinds if q.startswith(prefix)]
+
+    def registered(self) -> Registered:
+        """ATen op (base name) -> the Python kernels registered for it (the overload is in
+        the evidence), over every registration module."""
+        if self._registered is None:
+            found: Registered = {}
+            for path in self.trees.tree.list("torch"):
+                if not is_registration_module(path):
+                    continue
+                summary = self.summary(path)
+                if summary is None:
+                    continue
+                for op, function, how, line in summary.registrations:
+                    base = op.split(".", 1)[0]
+                    if base in self.aten_ops:
+                        step = Step(path, function, f"{how} (line {line})")
+                        target = Target.function(path, function)
+                        found.setdefault(base, []).append((target, step))
+            self._registered = found
+        return self._registered
+
+    def derived(self) -> Derived:
+        if self._derived is None:
+            found = _first_text(self.trees, DERIVATIVE_PATHS)
+            entries = self._native_entries(DERIVATIVE_PATHS) if found else {}
+            self._derived = derivative_uses(entries, self.aten_ops, found[0] if found else "")
+        return self._derived
+
+    # -- exploration -------------------------------------------------------------------------
+    def roots(self) -> list[Target]:
+        templates = [
+            Target.template(t.file, t.test_class, t.method)
+            for t in self.universe.templates
+            if t.symbol is not None
+        ]
+        return [*self._entries, *templates]
+
+    def build(self, extra: Iterable[Target] = ()) -> LinkGraph:
+        queue: deque[Target] = deque([*self.roots(), *extra])
+        explored: set[Target] = set()
+        while queue:
+            node = queue.popleft()
+            if node in explored:
+                continue
+            explored.add(node)
+            for used, kind, step in self._out(node):
+                if self._is_database_list(used):
+                    continue  # its entries are nodes of their own; the list is not a use
+                self.graph.add(node, used, kind, step)
+                if used not in explored:
+                    queue.append(used)
+        return self.graph
+
+    def _out(self, node: Target) -> Out:
+        if node.kind == "function":
+            summary = self.summary(node.path)
+            if summary is not None and node.name in summary.kinds:
+                tensor = self.summary(TENSOR_MODULE)
+                yield from uses_of(summary, node.name, self.resolver, tensor, self.methods_of)
+        elif node.kind == "entry":
+            yield from self._entry_out(self._entries.get(node))
+        elif node.kind == "template":
+            yield (
+                Target.function(node.path, f"{node.scope}.{node.name}"),
+                "template",
+                Step(node.path, f"{node.scope}.{node.name}", "is the template's body"),
+            )
+        elif node.kind == "aten":
+            yield from self._aten_out(node)
+
+    def _entry_out(self, entry: DbEntry | None) -> Out:
+        if entry is None:
+            return
+        summary = self.summary(entry.path)
+        if summary is not None:
+            yield from argument_uses(entry, summary, self.resolver, self.methods_of)
+        yield from callable_uses(entry, self.resolver)
+        yield from dispatch_uses(entry, self.aten_ops, self.lowered_to)
+        yield from python_ref_uses(entry, self.db, self.resolver)
+
+    def _aten_out(self, node: Target) -> Out:
+        for target, step in self.registered().get(node.aten_base, ()):
+            yield target, "registration", step
+        for target, step in self.derived().get(node.aten_base, ()):
+            yield target, "derivative", step

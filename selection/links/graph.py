@@ -1,0 +1,195 @@
+"""The link graph: who uses what, with the evidence of each edge. Pure.
+
+Nodes are `Target`s. An edge `user -> used` says running `user` may run `used`; it carries
+the link kind that made it (`call`, `registration`, `callable`, `dispatch`, `derivative`,
+...) and a `Step` naming where and how. What a change reaches is the reverse closure from
+its targets: every user, transitively, up to the roots (entries and templates), each with
+the chain of edges that reaches it -- the evidence a cause chain shows.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from selection.links.base import Link, Step, Target
+
+ROOT_KINDS = ("entry", "template")
+
+
+@dataclass(frozen=True)
+class Edge:
+    user: Target
+    used: Target
+    kind: str
+    step: Step
+
+
+Follow = Callable[[Edge], bool]
+
+
+def node_of(target: Target) -> Target:
+    """The graph node of a target: ATen ops by base name (an overload is evidence, not a
+    node: the entries dispatch to the op, whichever overload a sample picks)."""
+    if target.kind == "aten" and "." in target.name:
+        return Target.aten(target.aten_base)
+    return target
+
+
+# Edges by which test code dispatches to the op under test (the rest of what test code
+# calls -- torch.abs in a reference function, .add() building inputs -- runs the eager
+# C++ kernel, never the op's Python decomposition or meta kernel).
+DISPATCHING = ("dispatch", "callable", "python-ref")
+
+
+def default_follow(edge: Edge) -> bool:
+    """Into an ATen op, test code counts only when it dispatches to it as the op under test."""
+    if edge.used.kind != "aten" or edge.kind in DISPATCHING:
+        return True
+    return not _is_test_target(edge.user)
+
+
+def _is_test_target(target: Target) -> bool:
+    if target.kind in ("entry", "template"):
+        return True
+    return target.path.startswith(("test/", "torch/testing/"))
+
+
+class LinkGraph:
+    def __init__(self) -> None:
+        self.users: dict[Target, list[Edge]] = {}
+        self.uses: dict[Target, list[Edge]] = {}
+        self._seen: set[tuple[Target, Target, str]] = set()
+        self._roots: list[Target] = []
+        self._bits: dict[Target, int] | None = None
+
+    def add(self, user: Target, used: Target, kind: str, step: Step) -> None:
+        user, used = node_of(user), node_of(used)
+        if user == used or (user, used, kind) in self._seen:
+            return
+        self._seen.add((user, used, kind))
+        edge = Edge(user, used, kind, step)
+        self.users.setdefault(used, []).append(edge)
+        self.uses.setdefault(user, []).append(edge)
+
+    def __contains__(self, target: Target) -> bool:
+        return target in self.users or target in self.uses
+
+    # -- which roots reach a node, for all nodes at once ---------------------------------------
+    def root_bits(self, targets: Iterable[Target]) -> int:
+        """The roots that transitively use any of `targets` (under `default_follow`), as a
+        bitset over `roots()`: cheap for every change, where `reach` (with evidence) walks
+        the graph each time."""
+        bits = self._root_bits()
+        found = 0
+        for target in targets:
+            found |= bits.get(node_of(target), 0)
+        return found
+
+    def roots(self, bits: int) -> list[Target]:
+        self._root_bits()
+        return [root for i, root in enumerate(self._roots) if bits >> i & 1]
+
+    def _root_bits(self) -> dict[Target, int]:
+        if self._bits is None:
+            self._bits = _propagate(self)
+        return self._bits
+
+    def reach(
+        self, starts: Iterable[Link], follow: Follow = default_follow, limit: int = 200_000
+    ) -> dict[Target, Link]:
+        """Every root (entry, template) that transitively uses a start, with the shortest
+        chain of evidence: the start's own evidence, then one step per edge."""
+        best: dict[Target, Link] = {}
+        queue: deque[Target] = deque()
+        for link in starts:
+            node = node_of(link.target)
+            if node not in best:
+                best[node] = Link(node, link.evidence, link.basis, link.kinds)
+                queue.append(node)
+        visited = 0
+        while queue and visited < limit:
+            node = queue.popleft()
+            visited += 1
+            link = best[node]
+            for edge in self.users.get(node, ()):
+                if edge.user in best or not follow(edge):
+                    continue
+                best[edge.user] = Link(
+                    edge.user, (*link.evidence, edge.step), link.basis, (*link.kinds, edge.kind)
+                )
+                queue.append(edge.user)
+        return {t: link for t, link in best.items() if t.kind in ROOT_KINDS}
+
+
+def _propagate(graph: LinkGraph) -> dict[Target, int]:
+    """Per node, the bitset of roots among its transitive users: strongly connected
+    components (iterative Tarjan over followed user edges), then one pass in topological
+    order of the condensation."""
+    nodes = list(set(graph.users) | set(graph.uses))
+    graph._roots = [n for n in nodes if n.kind in ROOT_KINDS]
+    own = {root: 1 << i for i, root in enumerate(graph._roots)}
+    users = {n: [e.user for e in graph.users.get(n, ()) if default_follow(e)] for n in nodes}
+    components = _components(nodes, users)  # reverse topological: users first
+    component_of = {n: i for i, comp in enumerate(components) for n in comp}
+    comp_bits: list[int] = []
+    for i, comp in enumerate(components):
+        bits = 0
+        for node in comp:
+            bits |= own.get(node, 0)
+            for user in users[node]:
+                j = component_of[user]
+                if j != i:
+                    bits |= comp_bits[j]
+        comp_bits.append(bits)
+    return {n: comp_bits[component_of[n]] for n in nodes}
+
+
+def _components(nodes: list[Target], succ: dict[Target, list[Target]]) -> list[list[Target]]:
+    """Tarjan's strongly connected components, iteratively; each component comes after
+    every component it has an edge to (so `succ`'s targets are finished first)."""
+    index: dict[Target, int] = {}
+    low: dict[Target, int] = {}
+    on_stack: set[Target] = set()
+    stack: list[Target] = []
+    out: list[list[Target]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work: list[tuple[Target, int]] = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            successors = succ.get(node, [])
+            recursed = False
+            while child < len(successors):
+                nxt = successors[child]
+                child += 1
+                if nxt not in index:
+                    work.append((node, child))
+                    work.append((nxt, 0))
+                    recursed = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if recursed:
+                continue
+            if low[node] == index[node]:
+                comp: list[Target] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                out.append(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return out

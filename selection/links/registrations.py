@@ -1,0 +1,155 @@
+"""Link kind `registration`: Python implementations registered for ATen ops. Pure.
+
+Decompositions, meta/fake kernels and Python dispatcher kernels are tied to the ATen ops
+(and overloads) they implement by registration, in the forms upstream uses:
+- a decorator whose arguments name ATen ops: `@register_decomposition(aten.gelu_backward)`,
+  `@register_meta([aten.take.default, aten.take.out])`, `@_make_elementwise_unary_reference(
+  ..., aten_op=aten.abs)`;
+- a decorator factory with an `aten_op` parameter left to its default other than None (the
+  op is inferred from the function's name, as `_make_elementwise_unary_reference` does),
+  unless told not to register (`should_register_decomposition=False`);
+- `@aten.dropout.default.py_impl(DispatchKey.Autograd)`;
+- module-level calls naming ops and functions: `register_inplace(aten.addbmm_, addbmm)`,
+  `register_decomposition(aten.x)(fn)`, loops `for op in [aten.a, aten.b]: register_meta(op)(fn)`;
+- table entries: `decomposition_table[aten.x] = fn`.
+Registrations are read when a module is summarized (selection.python.summary); the link
+graph then has an edge from each ATen op to the functions registered for it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection, Iterator
+
+from selection.pyast import MODULE_SYMBOL, Symbol
+from selection.python.chains import aten_in_chain, chain_of
+
+KIND = "registration"
+# Where upstream registers Python implementations of ATen ops (library code, not a subsystem).
+REGISTRATION_PREFIXES = (
+    "torch/_decomp/",
+    "torch/_refs/",
+    "torch/_prims/",
+    "torch/_prims_common/",
+    "torch/_meta_registrations.py",
+)
+
+Registration = tuple[str, str, str, int]  # (aten op, function, how, line)
+
+
+def is_registration_module(path: str) -> bool:
+    return path.endswith(".py") and path.startswith(REGISTRATION_PREFIXES)
+
+
+def _aten_ops(node: ast.AST, aliases: Collection[str]) -> list[str]:
+    """ATen ops named anywhere in an expression (`aten.x.overload`, `torch.ops.aten.x`,
+    lists of them), outermost chains only."""
+    found: list[str] = []
+    inner: set[int] = set()
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Attribute) or id(sub) in inner:
+            continue
+        value = sub.value
+        while isinstance(value, ast.Attribute):
+            inner.add(id(value))
+            value = value.value
+        name = aten_in_chain(chain_of(sub), set(aliases))
+        if name and name not in found:
+            found.append(name)
+    return found
+
+
+def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
+    """Decorator factories with an `aten_op` parameter defaulting to something other than
+    None: left unset, the op is inferred from the decorated function's name."""
+    found: set[str] = set()
+    for qualname, symbol in symbols.items():
+        node = symbol.nodes[0] if symbol.nodes else None
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        args = node.args
+        defaults = dict(zip([a.arg for a in args.kwonlyargs], args.kw_defaults, strict=True))
+        positional = args.posonlyargs + args.args
+        defaults.update(
+            zip(
+                [a.arg for a in positional[len(positional) - len(args.defaults) :]],
+                args.defaults,
+                strict=True,
+            )
+        )
+        default = defaults.get("aten_op")
+        if default is not None and not (
+            isinstance(default, ast.Constant) and default.value is None
+        ):
+            found.add(qualname)
+    return found
+
+
+def _opts_out(deco: ast.Call) -> bool:
+    """`should_register_decomposition=False`: the factory is told not to register."""
+    return any(
+        k.arg
+        and "register" in k.arg
+        and isinstance(k.value, ast.Constant)
+        and k.value.value in (False, None)
+        for k in deco.keywords
+    )
+
+
+def _decorator_ops(
+    deco: ast.expr, function: str, aliases: Collection[str], factories: set[str]
+) -> list[tuple[str, str]]:
+    """(aten op, how) registered by one decorator of `function`."""
+    text = ast.unparse(deco)
+    func = deco.func if isinstance(deco, ast.Call) else deco
+    chain = chain_of(func)
+    if chain and chain[-1] == "py_impl":
+        return [(op, f"@{text}") for op in _aten_ops(func, aliases)]
+    if not isinstance(deco, ast.Call):
+        return []
+    ops = _aten_ops(deco, aliases)
+    if ops:
+        return [(op, f"@{text}") for op in ops]
+    given = {k.arg for k in deco.keywords}
+    if chain and chain[-1] in factories and "aten_op" not in given and not _opts_out(deco):
+        return [(function, f"@{text} (aten_op inferred from the name)")]
+    return []
+
+
+def _module_level(
+    node: ast.stmt, functions: set[str], aliases: Collection[str]
+) -> Iterator[tuple[str, str, str]]:
+    """(function, aten op, how) from module-level registration calls, loops and tables."""
+    named = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and sub.id in functions}
+    if not named:
+        return
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) for t in node.targets):
+        ops = [op for t in node.targets for op in _aten_ops(t, aliases)]
+    elif isinstance(node, (ast.Expr, ast.For)):
+        ops = _aten_ops(node, aliases)
+    else:
+        return
+    text = ast.unparse(node).splitlines()[0][:120]
+    for function in sorted(named):
+        for op in ops:
+            yield function, op, text
+
+
+def registrations_in(
+    path: str, symbols: dict[str, Symbol], aliases: Collection[str]
+) -> list[Registration]:
+    """Every (aten op, function, how, line) registration of one module."""
+    found: list[Registration] = []
+    factories = _inferring_factories(symbols)
+    functions = {q for q, s in symbols.items() if s.kind == "function"}
+    for qualname, symbol in symbols.items():
+        node = symbol.nodes[0] if symbol.nodes else None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "." not in qualname:
+            for deco in node.decorator_list:
+                for op, how in _decorator_ops(deco, qualname, aliases, factories):
+                    found.append((op, qualname, how, deco.lineno))
+    module = symbols.get(MODULE_SYMBOL)
+    for stmt in module.nodes if module is not None else []:
+        for function, op, how in _module_level(stmt, functions, aliases):  # type: ignore[arg-type]
+            found.append((op, function, how, getattr(stmt, "lineno", 0)))
+    return found

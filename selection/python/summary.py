@@ -1,0 +1,280 @@
+"""One module as the selection needs it: symbols, import bindings and each symbol's uses. Pure.
+
+A *use* is a dotted chain a symbol's code names in a way that runs it: a call
+(`F.gelu(x)`), a decorator, an argument (`sample_inputs_func=sample_inputs_foo`), a base
+class, or a plain reference (`fn = _refs.add`). Code that only runs on another device is
+left out (branches under `if torch.cuda.is_available():`, names assigned from such a test,
+other-device decorators and `DecorateInfo(..., device_type="cuda")`), and so are nested
+functions only that code calls: a helper reached only through another device's path
+reaches nothing here.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from selection.devices import (
+    device_types_of,
+    guards_other_device,
+    is_other_device_only,
+    names_cpu_test_decorator,
+    names_other_device,
+)
+from selection.links.registrations import (
+    Registration,
+    is_registration_module,
+    registrations_in,
+)
+from selection.pyast import MODULE_SYMBOL, module_symbols
+from selection.python.chains import Chain, chain_of
+from selection.python.names import ModuleNames
+
+# Builtins that only read what they are given (a class passed to them is not constructed).
+_TYPE_CHECKS = {
+    (name,)
+    for name in ("isinstance", "issubclass", "type", "getattr", "hasattr", "setattr", "vars", "id")
+}
+
+
+@dataclass(frozen=True)
+class Use:
+    chain: Chain  # ("torch", "nn", "functional", "gelu"), ("self", "helper"), ("aten", "add", "Tensor")
+    how: str  # call | decorator | argument | base | reference
+    line: int
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A name bound by an import: a module (`import torch.nn.functional as F`) or a name in
+    one (`from torch._prims_common import check`)."""
+
+    module: str
+    name: str | None = None
+
+
+@dataclass
+class ModuleSummary:
+    """What the link graph needs of a module; no AST, so it can be cached (it is pickled
+    per blob by the analysis cache)."""
+
+    path: str
+    kinds: dict[str, str]  # qualname -> function | class | method | assign | module
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    star_imports: list[str] = field(default_factory=list)
+    exports: tuple[str, ...] | None = None  # a literal __all__
+    bases: dict[str, tuple[Chain, ...]] = field(default_factory=dict)
+    uses: dict[str, tuple[Use, ...]] = field(default_factory=dict)
+    aten_aliases: set[str] = field(default_factory=set)  # `aten = torch.ops.aten`
+    registrations: list[Registration] = field(default_factory=list)
+
+
+def summarize(
+    path: str, tree: ast.Module, text: str, names: ModuleNames, tests: bool = False
+) -> ModuleSummary:
+    """`tests`: the module is test code (test/ or the testing infrastructure), where `cpu`
+    and `meta` restrictions are another device's too (see selection.devices)."""
+    symbols = module_symbols(tree, text)
+    summary = ModuleSummary(path, {q: s.kind for q, s in symbols.items()})
+    _imports(summary, tree, names)
+    for qualname, symbol in symbols.items():
+        collector = _UseCollector(tests)
+        for node in symbol.nodes:
+            collector.collect(node)
+        summary.uses[qualname] = tuple(collector.uses)
+        if symbol.kind == "class":
+            summary.bases[qualname] = tuple(
+                c for b in getattr(symbol.nodes[0], "bases", []) if (c := chain_of(b))
+            )
+    if is_registration_module(path):
+        summary.registrations = registrations_in(path, symbols, summary.aten_aliases)
+    return summary
+
+
+def uses_in(node: ast.AST, tests: bool) -> tuple[Use, ...]:
+    """The uses of one expression or statement (e.g. an OpInfo constructor call)."""
+    collector = _UseCollector(tests)
+    collector.collect(node)
+    return tuple(collector.uses)
+
+
+def _imports(summary: ModuleSummary, tree: ast.Module, names: ModuleNames) -> None:
+    """Every import in the module, wherever it is (torch imports lazily inside functions):
+    a superset of what each scope sees, which only over-approximates uses."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    summary.bindings[alias.asname] = Binding(alias.name)
+                else:  # `import torch.nn.functional` binds `torch`
+                    top = alias.name.split(".", 1)[0]
+                    summary.bindings.setdefault(top, Binding(top))
+        elif isinstance(node, ast.ImportFrom):
+            module = names.absolute(summary.path, node.module, node.level)
+            for alias in node.names:
+                if alias.name == "*":
+                    summary.star_imports.append(module)
+                else:
+                    summary.bindings[alias.asname or alias.name] = Binding(module, alias.name)
+        elif _is_all_assignment(node):
+            summary.exports = _literal_strings(node.value)  # type: ignore[attr-defined]
+        elif _is_aten_namespace_alias(node):
+            summary.aten_aliases.add(node.targets[0].id)  # type: ignore[attr-defined]
+    for name, binding in summary.bindings.items():
+        if binding.name == "aten" and binding.module in ("torch.ops", "torch._ops.ops"):
+            summary.aten_aliases.add(name)
+
+
+def _is_aten_namespace_alias(node: ast.AST) -> bool:
+    """`aten = torch.ops.aten` / `aten = torch._ops.ops.aten`."""
+    if not (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+    ):
+        return False
+    chain = chain_of(node.value)
+    return len(chain) >= 2 and chain[-2:] == ("ops", "aten")
+
+
+def _is_all_assignment(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == "__all__"
+    )
+
+
+def _literal_strings(node: ast.expr) -> tuple[str, ...] | None:
+    if isinstance(node, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return tuple(e.value for e in node.elts)  # type: ignore[attr-defined]
+    return None
+
+
+def _decorator_other_device(node: ast.expr, tests: bool) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    if tests and names_cpu_test_decorator(name):
+        return True
+    return any(names_other_device(part) for part in chain_of(target))
+
+
+def decorate_info_other_device(node: ast.Call, tests: bool = True) -> bool:
+    """`DecorateInfo(..., device_type="cuda")`, or one whose decorator or `active_if` is
+    another device's: it never applies to our test class."""
+    kwargs = {k.arg: k.value for k in node.keywords if k.arg}
+    if is_other_device_only(device_types_of(kwargs.get("device_type")), tests):
+        return True
+    decorator = node.args[0] if node.args else kwargs.get("decorators")
+    if decorator is not None and _decorator_other_device(decorator, tests):
+        return True
+    active_if = kwargs.get("active_if")
+    return active_if is not None and guards_other_device(active_if, tests)
+
+
+def _is_decorate_info(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name == "DecorateInfo"
+
+
+class _UseCollector:
+    """Walks one symbol's nodes, collecting uses and skipping other-device code."""
+
+    def __init__(self, tests: bool) -> None:
+        self.tests = tests
+        self.uses: list[Use] = []
+        self._guards: set[str] = set()  # local names holding an other-device condition
+
+    def collect(self, node: ast.AST) -> None:
+        self._visit(node, "reference")
+        self._drop_unused_nested(node)
+
+    def _visit(self, node: ast.AST, how: str) -> None:
+        if isinstance(node, ast.If) and self._other_device_test(node.test):
+            for stmt in node.orelse:
+                self._visit(stmt, "reference")
+            return
+        if isinstance(node, ast.IfExp) and self._other_device_test(node.test):
+            self._visit(node.orelse, how)
+            return
+        if isinstance(node, ast.Assign) and self._other_device_test(node.value):
+            self._guards.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if _is_decorate_info(node) and decorate_info_other_device(node, self.tests):  # type: ignore[arg-type]
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self._definition(node)
+            return
+        if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(
+            getattr(node, "ctx", None), ast.Load
+        ):
+            chain = chain_of(node)
+            if chain:
+                self.uses.append(Use(chain, how, getattr(node, "lineno", 0)))
+                return
+        if isinstance(node, ast.Call):
+            self._visit(node.func, "call")
+            # isinstance(x, Foo) only reads Foo: not a construction of it
+            how = "reference" if chain_of(node.func) in _TYPE_CHECKS else "argument"
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                self._visit(arg, how)
+            return
+        for child in ast.iter_child_nodes(node):
+            self._visit(child, "reference")
+
+    def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        for deco in node.decorator_list:
+            if not _decorator_other_device(deco, self.tests):
+                self._visit(deco, "decorator")
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                self._visit(base, "base")
+        else:
+            for default in [*node.args.defaults, *node.args.kw_defaults]:
+                if default is not None:
+                    self._visit(default, "argument")
+        for stmt in node.body:
+            self._visit(stmt, "reference")
+
+    def _other_device_test(self, test: ast.expr) -> bool:
+        if guards_other_device(test, self.tests):
+            return True
+        if isinstance(test, ast.Name) and test.id in self._guards:
+            return True
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._other_device_test(v) for v in test.values)
+        return False
+
+    def _drop_unused_nested(self, node: ast.AST) -> None:
+        """Nested functions that the remaining (our-device) code never names were reachable
+        only from other-device code: what they use is not a use of ours."""
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        nested = {
+            n.name: n
+            for n in ast.walk(node)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not node
+        }
+        if not nested:
+            return
+        dead_lines: set[int] = set()
+        while True:  # a nested function named only by dead ones is dead too
+            named = {u.chain[0] for u in self.uses if u.line not in dead_lines}
+            dead = [n for name, n in nested.items() if name not in named]
+            lines = {line for n in dead for line in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
+            if lines <= dead_lines:
+                break
+            dead_lines |= lines
+        self.uses = [u for u in self.uses if u.line not in dead_lines]
+
+
+def is_test_code(path: str) -> bool:
+    return path.startswith(("test/", "torch/testing/"))
+
+
+MODULE = MODULE_SYMBOL

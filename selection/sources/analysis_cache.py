@@ -1,0 +1,89 @@
+"""A cache of analysis results keyed by file content (git blob ids), in one SQLite file.
+
+Parsing every changed Python file of a release upgrade costs tens of seconds; the same
+blobs come back on every run against the same releases, so per-file results (the symbol
+changes between two blobs, a module's link-graph summary) are kept under
+`<cache>/analysis.sqlite`. Values are pickled; a key carries ANALYSIS_VERSION so results of
+an older analysis are never reused. A broken or unwritable cache file is moved aside and the
+run goes on without it (the cache is an optimisation, never a source of truth).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+# Bump whenever what is cached (or how it is computed) changes.
+ANALYSIS_VERSION = "links-1"
+
+
+class AnalysisCache:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._pending: dict[str, bytes] = {}
+        self._db: sqlite3.Connection | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = self._open(path)
+        except (sqlite3.Error, OSError):
+            self._set_aside()
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=10)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        db.execute("SELECT count(*) FROM kv LIMIT 1").fetchone()
+        return db
+
+    def _set_aside(self) -> None:
+        self._db = None
+        try:
+            if self.path.exists():
+                self.path.rename(
+                    self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+                )
+            self._db = self._open(self.path)
+        except (sqlite3.Error, OSError):
+            self._db = None
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        return "\0".join((ANALYSIS_VERSION, *parts))
+
+    def get(self, key: str) -> Any | None:
+        if key in self._pending:
+            return pickle.loads(self._pending[key])
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+            return pickle.loads(row[0]) if row else None
+        except (sqlite3.Error, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            return None
+
+    def put(self, key: str, value: Any) -> None:
+        self._pending[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def flush(self) -> None:
+        if self._db is None or not self._pending:
+            self._pending.clear()
+            return
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)",
+                    list(self._pending.items()),
+                )
+        except sqlite3.Error:
+            pass  # a read-only or full disk: the next run recomputes
+        self._pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, LinkKind, Outcome
+from selection.links.dtype_helpers import DtypeHelperLinks
 from selection.links.entry_changes import EntryLinks
 from selection.links.file_changes import FileLinks
 from selection.links.index import LinkIndex
@@ -70,7 +71,7 @@ class MapResult:
         return [cause for c in self.canaries for cause in c.causes]
 
 
-def default_kinds(changes: ChangeSet) -> list[LinkKind]:
+def default_kinds(changes: ChangeSet, device: str = "spyre") -> list[LinkKind]:
     sources = {n.source for n in changes.native}
     with_changes = (
         {s.path for s in changes.symbols}
@@ -81,6 +82,7 @@ def default_kinds(changes: ChangeSet) -> list[LinkKind]:
         TemplateLinks(changes.templates),
         EntryLinks(),
         NativeLinks(),
+        DtypeHelperLinks(device),
         SymbolLinks(),
         FileLinks(with_changes),
     ]
@@ -112,12 +114,20 @@ def _items(changes: ChangeSet) -> Iterator[tuple[object, Cause]]:
 
 class Mapper:
     def __init__(
-        self, changes: ChangeSet, index: LinkIndex, kinds: Iterable[LinkKind] | None = None
+        self,
+        changes: ChangeSet,
+        index: LinkIndex,
+        kinds: Iterable[LinkKind] | None = None,
+        reused: frozenset[str] | None = None,
+        device: str = "spyre",
     ) -> None:
+        """`reused`: the node ids the backend runs, against which "nearly all" is measured
+        (every enumerated instance when not given)."""
         self.changes, self.index = changes, index
-        self.kinds = list(kinds) if kinds is not None else default_kinds(changes)
+        self.kinds = list(kinds) if kinds is not None else default_kinds(changes, device)
         self.result = MapResult()
-        self.total = max(1, len(index.universe.instances))
+        self.reused = reused
+        self.total = max(1, len(reused) if reused is not None else len(index.universe.instances))
         # canaries by what they aim at: the roots reached (graph bits) and direct instances
         self._canaries: dict[object, Canary] = {}
 
@@ -164,7 +174,7 @@ class Mapper:
             self._canary(Cause("map", "canary", outcome.canary), None, None)
             return
         limit = 0 if outcome.canary else int(NEARLY_ALL * self.total)
-        resolution = resolve(outcome.links, self.index, limit)
+        resolution = resolve(outcome.links, self.index, limit, self.reused)
         reached = resolution.node_ids
         if not reached:
             self.result.no_effect.append(
@@ -176,7 +186,8 @@ class Mapper:
             self._canary(Cause("map", "canary", outcome.canary), reached, key)
             return
         if resolution.broad is not None:
-            summary = f"{detect.summary}: reaches {len(reached)} of {self.total} instances"
+            share = len(reached & self.reused) if self.reused is not None else len(reached)
+            summary = f"{detect.summary}: reaches {share} of the {self.total} reused instances"
             self._canary(Cause("map", "canary", summary), reached, key)
             return
         self.result.observed_instances += resolution.observed

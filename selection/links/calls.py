@@ -6,8 +6,9 @@ through imports (selection.python.resolver). A method call on an object whose ty
 known statically (`x.softmax(dim)`) is a `Tensor` method when `torch/_tensor.py` defines it
 in Python, else, in library code, the ATen op of that name; in test code such calls are
 left out (a template calling `.add()` to build its inputs is not "dispatching to add").
-A class that is constructed, called or subclassed is used with all its methods (any of them
-may run on the instance); a plain reference or argument (`isinstance`) reads only its body.
+A class that is constructed or called is used with all its methods, inherited ones included
+(any of them may run on the instance); a plain reference, an argument (`isinstance`) or a
+subclass reads only its body.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def _method_fallback(
     if use.how != "call" or len(use.chain) < 2:
         return []
     name = use.chain[-1]
+    if name.startswith("__") and name.endswith("__"):
+        return []  # `child.__repr__()`: every object has one, the receiver decides
     if tensor is not None and f"Tensor.{name}" in tensor.kinds:
         return [Target.function(TENSOR_MODULE, f"Tensor.{name}")]
     if library and name in aten_ops:
@@ -48,11 +51,11 @@ def _method_fallback(
     return []
 
 
-# Uses that construct, call or subclass a class (so any of its methods may run). A class
-# passed as an argument (`tree_map_only(torch.Tensor, ...)`) or merely referenced
-# (isinstance, an annotation) is not constructed there; an entry's own arguments are the
-# exception (`ModuleInfo(torch.nn.Linear)`: the test constructs it), see entry_arguments.
-CONSTRUCTING = ("call", "base", "decorator")
+# Uses that construct or call a class, so that any of its methods (its own and its bases')
+# may run. A class passed as an argument (`tree_map_only(torch.Tensor, ...)`), subclassed
+# or merely referenced (isinstance, an annotation) is not constructed there; an entry's own
+# arguments are the exception (`ModuleInfo(torch.nn.Linear)`: the test constructs it).
+CONSTRUCTING = ("call", "decorator")
 
 
 def uses_of(
@@ -60,7 +63,7 @@ def uses_of(
     qualname: str,
     resolver: Resolver,
     tensor: ModuleSummary | None,
-    methods_of: Callable[[Target], list[str]],
+    methods_of: Callable[[Target], list[Target]],
 ) -> Iterator[tuple[Target, str, Step]]:
     """(used target, link kind, evidence) for each use of one symbol. `methods_of` gives a
     class target's method qualnames (empty for anything else)."""
@@ -75,4 +78,4 @@ def uses_of(
             yield target, KIND, step
             if use.how in CONSTRUCTING:
                 for method in methods_of(target):
-                    yield Target.function(target.path, method), KIND, step
+                    yield method, KIND, step

@@ -121,15 +121,19 @@ class Explorer:
             and is_database_file(target.path)
         )
 
-    def methods_of(self, target: Target) -> list[str]:
-        """The method qualnames of a class target (none for anything else)."""
-        if target.kind != "function" or "." in target.name:
+    def methods_of(self, target: Target, depth: int = 0) -> list[Target]:
+        """The methods of a class target, its bases' included (none for anything else)."""
+        if target.kind != "function" or "." in target.name or depth > 8:
             return []
         summary = self.summary(target.path)
         if summary is None or summary.kinds.get(target.name) != "class":
             return []
         prefix = target.name + "."
-        return [q for q in summary.kinds if q.startswith(prefix)]
+        found = [Target.function(target.path, q) for q in summary.kinds if q.startswith(prefix)]
+        for base in summary.bases.get(target.name, ()):
+            for resolved in self.resolver.resolve(summary, "", base):
+                found += self.methods_of(resolved, depth + 1)
+        return found
 
     def registered(self) -> Registered:
         """ATen op (base name) -> the Python kernels registered for it (the overload is in

@@ -5,6 +5,16 @@ the link kind that made it (`call`, `registration`, `callable`, `dispatch`, `der
 ...) and a `Step` naming where and how. What a change reaches is the reverse closure from
 its targets: every user, transitively, up to the roots (entries and templates), each with
 the chain of edges that reaches it -- the evidence a cause chain shows.
+
+Two rules keep the closure to real uses:
+- test code reaches an ATen op only as the op under test (`DISPATCHING` edges): a
+  reference function calling `torch.abs` runs the eager kernel, never its decomposition;
+- a Python kernel registered for an op (a decomposition, a meta kernel) runs when that op
+  is traced (compiled, or run on FakeTensors), so past a `registration` edge only the
+  entries testing that op are followed -- not every Python caller of the op, which runs
+  its eager kernel, nor the ops whose decompositions or backward formulas call it, which
+  run it only if the backend's decomposition table decomposes it too (left to the
+  recorded dependency map, which sees what really runs).
 """
 
 from __future__ import annotations
@@ -48,6 +58,10 @@ def default_follow(edge: Edge) -> bool:
     if edge.used.kind != "aten" or edge.kind in DISPATCHING:
         return True
     return not _is_test_target(edge.user)
+
+
+def _follows_after_registration(edge: Edge) -> bool:
+    return edge.kind in DISPATCHING
 
 
 def _is_test_target(target: Target) -> bool:
@@ -101,36 +115,60 @@ class LinkGraph:
     ) -> dict[Target, Link]:
         """Every root (entry, template) that transitively uses a start, with the shortest
         chain of evidence: the start's own evidence, then one step per edge."""
-        best: dict[Target, Link] = {}
-        queue: deque[Target] = deque()
+        best: dict[tuple[Target, bool], Link] = {}
+        queue: deque[tuple[Target, bool]] = deque()
         for link in starts:
-            node = node_of(link.target)
-            if node not in best:
-                best[node] = Link(node, link.evidence, link.basis, link.kinds)
-                queue.append(node)
+            state = (node_of(link.target), False)
+            if state not in best:
+                best[state] = Link(state[0], link.evidence, link.basis, link.kinds)
+                queue.append(state)
         visited = 0
         while queue and visited < limit:
-            node = queue.popleft()
+            node, registered = state = queue.popleft()
             visited += 1
-            link = best[node]
+            link = best[state]
             for edge in self.users.get(node, ()):
-                if edge.user in best or not follow(edge):
+                if not follow(edge) or (registered and not _follows_after_registration(edge)):
                     continue
-                best[edge.user] = Link(
+                nxt = (edge.user, registered or edge.kind == "registration")
+                if nxt in best:
+                    continue
+                best[nxt] = Link(
                     edge.user, (*link.evidence, edge.step), link.basis, (*link.kinds, edge.kind)
                 )
-                queue.append(edge.user)
-        return {t: link for t, link in best.items() if t.kind in ROOT_KINDS}
+                queue.append(nxt)
+        found: dict[Target, Link] = {}
+        for (node, _), link in best.items():
+            if node.kind in ROOT_KINDS and (
+                node not in found or len(link.kinds) < len(found[node].kinds)
+            ):
+                found[node] = link
+        return found
 
 
 def _propagate(graph: LinkGraph) -> dict[Target, int]:
-    """Per node, the bitset of roots among its transitive users: strongly connected
-    components (iterative Tarjan over followed user edges), then one pass in topological
-    order of the condensation."""
+    """Per node, the bitset of roots among its transitive users under the same rules as
+    `reach`: strongly connected components (iterative Tarjan over followed user edges), one
+    pass in topological order of the condensation. Past a registration edge only the
+    entries dispatching to the op count, which needs no traversal."""
     nodes = list(set(graph.users) | set(graph.uses))
     graph._roots = [n for n in nodes if n.kind in ROOT_KINDS]
     own = {root: 1 << i for i, root in enumerate(graph._roots)}
-    users = {n: [e.user for e in graph.users.get(n, ()) if default_follow(e)] for n in nodes}
+    after_registration = {
+        n: sum(
+            own.get(e.user, 0)
+            for e in {e.user: e for e in graph.users.get(n, ())}.values()
+            if _follows_after_registration(e) and default_follow(e)
+        )
+        for n in nodes
+        if n.kind == "aten"
+    }
+    users = {
+        n: [
+            e.user for e in graph.users.get(n, ()) if default_follow(e) and e.kind != "registration"
+        ]
+        for n in nodes
+    }
     components = _components(nodes, users)  # reverse topological: users first
     component_of = {n: i for i, comp in enumerate(components) for n in comp}
     comp_bits: list[int] = []
@@ -138,6 +176,9 @@ def _propagate(graph: LinkGraph) -> dict[Target, int]:
         bits = 0
         for node in comp:
             bits |= own.get(node, 0)
+            for edge in graph.users.get(node, ()):
+                if edge.kind == "registration" and default_follow(edge):
+                    bits |= after_registration.get(edge.user, 0)
             for user in users[node]:
                 j = component_of[user]
                 if j != i:

@@ -70,8 +70,14 @@ def _observed_pairs(observed: ObservedMap, targets: list[Target]) -> set[Pair]:
     return pairs
 
 
-def resolve(links: list[Link], index: LinkIndex, limit: int | None = None) -> Resolution:
-    """`limit`: past this many statically reached instances, answer `broad` (no evidence)."""
+def resolve(
+    links: list[Link],
+    index: LinkIndex,
+    limit: int | None = None,
+    within: frozenset[str] | None = None,
+) -> Resolution:
+    """`limit`: past this many statically reached instances (of those in `within`, when
+    given), answer `broad` (no evidence)."""
     result = Resolution()
     direct = [link for link in links if link.target.kind == "instances"]
     through_graph = [link for link in links if link.target.kind != "instances"]
@@ -86,7 +92,7 @@ def resolve(links: list[Link], index: LinkIndex, limit: int | None = None) -> Re
         bits = index.graph.root_bits(link.target for link in through_graph)
         result.bits = bits
         ids = _instances_of_bits(bits, index)
-        if len(ids) > limit:
+        if len(ids & within if within is not None else ids) > limit:
             result.broad = ids | frozenset(result.reached) if result.reached else ids
             return result
     roots = index.graph.reach(through_graph)

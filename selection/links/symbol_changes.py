@@ -68,7 +68,7 @@ def machinery(index: LinkIndex) -> set[Target]:
                 if edge.used.kind == "function" and edge.used.path in MACHINERY_FILES:
                     queue.append(edge.used)
             if "." not in node.name:  # a class: its methods run too
-                queue.extend(Target.function(node.path, m) for m in index.explorer.methods_of(node))
+                queue.extend(index.explorer.methods_of(node))
         return seen
 
     return index.memo("symbol_changes.machinery", build)

@@ -122,9 +122,9 @@ class Resolver:
     # -- symbols and members -----------------------------------------------------------------
     def _symbol(self, summary: ModuleSummary, name: str, rest: Chain, depth: int) -> list[Target]:
         if summary.kinds[name] == "class" and rest:
-            member = self._member(summary, name, rest[0], depth)
-            if member:
-                return member
+            # `Tensor._values`: a method defined in Python, else a C-level or class
+            # attribute (not a use of the class's own code, and not a construction of it)
+            return self._member(summary, name, rest[0], depth)
         return [Target.function(summary.path, name)]
 
     def _member(self, summary: ModuleSummary, cls: str, attr: str, depth: int) -> list[Target]:

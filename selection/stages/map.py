@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from selection.mapping import Mapper
 from selection.model import Candidate, StageReport
+from selection.stages.scope import reused_instances
 from selection.state import PipelineState
 
 
@@ -15,7 +16,10 @@ class MapStage:
         assert state.changes is not None, "map runs after detect"
         index = state.link_index()
         universe = index.universe
-        result = Mapper(state.changes, index).run()
+        state.reused = reused_instances(state)
+        reused = frozenset(i.node_id for i in state.reused)
+        device = state.request.device.name
+        result = Mapper(state.changes, index, reused=reused, device=device).run()
         state.mapped = result
         state.candidates = result.candidates
         state.blind_spots.extend(result.blind_spots)

@@ -41,6 +41,24 @@ def entry_skip(db: OpDatabase, inst: TestInstance, device: str) -> str | None:
     return None
 
 
+def reused_instances(state: PipelineState) -> list[TestInstance]:
+    """What run-all would run: the upstream instances the manifests keep, minus templates
+    upstream restricts to another device and instances an OpInfo skips unconditionally."""
+    universe = state.instances()
+    db = state.database()
+    device = state.request.device.name
+    backend = state.request.backend
+    skipped_upstream = _upstream_skips(universe)
+    reused: list[TestInstance] = []
+    for inst in universe.instances:
+        key = (inst.file, inst.test_class, inst.template)
+        if key in skipped_upstream or not backend.runs(inst):
+            continue
+        if entry_skip(db, inst, device) is None:
+            reused.append(inst)
+    return reused
+
+
 class ScopeStage:
     name = "scope"
 
@@ -50,13 +68,7 @@ class ScopeStage:
         device = state.request.device.name
         backend = state.request.backend
         skipped_upstream = _upstream_skips(universe)
-        reused: list[TestInstance] = []
-        for inst in universe.instances:
-            key = (inst.file, inst.test_class, inst.template)
-            if key in skipped_upstream or not backend.runs(inst):
-                continue
-            if entry_skip(db, inst, device) is None:
-                reused.append(inst)
+        reused = state.reused or reused_instances(state)
         state.reused_total = len(reused)
         state.reused = reused
         kept: dict[str, Candidate] = {}

@@ -38,6 +38,7 @@ def build_groups(
     template computes gradients (`gradient_free` holds those that do not, by file, class
     and method), since only the others can reach the changed formula."""
     groups: dict[str, Group] = {}
+    reaches: dict[str, dict[str, int]] = {}  # group -> map link summaries -> instances
     for node_id, candidate in candidates.items():
         detect, how = root_cause(candidate)
         inst = candidate.instance
@@ -54,6 +55,8 @@ def build_groups(
             group = groups[group_id] = Group(group_id, Cause("triage", how.kind, summary))
             group.gradient_free = free
         group.node_ids.append(node_id)
+        links = reaches.setdefault(group_id, {})
+        links[how.summary] = links.get(how.summary, 0) + 1
         group.templates.add(f"{inst.test_class}.{inst.template}")
         if inst.op:
             group.ops.add(inst.op)
@@ -61,7 +64,22 @@ def build_groups(
             group.dtypes.add(inst.dtype)
         group.modes.add(candidate.mode)
         candidate.group = group_id
+    for group_id, group in groups.items():
+        _name_the_links(group, reaches[group_id])
     return sorted(groups.values(), key=lambda g: (-len(g.node_ids), g.group_id))
+
+
+def _name_the_links(group: Group, links: dict[str, int]) -> None:
+    """A group spans every test one change reaches; when they are reached through several
+    links, say so rather than show the first one as if it reached them all."""
+    if len(links) <= 1 or " -> " not in group.cause.summary:
+        return
+    detect = group.cause.summary.split(" -> ", 1)[0]
+    common = sorted(links.items(), key=lambda kv: (-kv[1], kv[0]))
+    examples = "; ".join(f"{name} ({count})" for name, count in common[:3])
+    more = f"; {len(common) - 3} more" if len(common) > 3 else ""
+    summary = f"{detect} -> {len(common)} links: {examples}{more}"
+    group.cause = Cause(group.cause.stage, group.cause.kind, summary)
 
 
 def _rank(

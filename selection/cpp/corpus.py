@@ -32,6 +32,7 @@ class CppCorpus:
     files: dict[str, CppFile] = field(default_factory=dict)
     _paths: list[str] | None = None
     _mentions: dict[str, set[str]] | None = None  # identifier -> paths whose text has it
+    _other_mentions: dict[str, set[str]] | None = None  # the same over other devices' files
 
     def paths(self) -> list[str]:
         if self._paths is None:
@@ -63,21 +64,30 @@ class CppCorpus:
         return found
 
     def users(
-        self,
-        names: set[str],
-        paths: set[str],
-        methods: frozenset[str] = frozenset(),
-        op_api: frozenset[str] = frozenset(),
+        self, targets: dict[str, str], paths: set[str], op_api: frozenset[str] = frozenset()
     ) -> list[tuple[str, CppItem, str]]:
-        """(path, item, the name it uses) for every item of `paths` that reaches one of
-        `names` (`methods`: those also reached as `x.name(`; see CppItem.uses)."""
+        """(path, item, the name it uses) for every item of `paths` that reaches one of the
+        `targets` (name -> "function" | "method:<Class>" | "type" | "any"; CppItem.uses)."""
+        names = set(targets)
         out: list[tuple[str, CppItem, str]] = []
         for path in sorted(paths):
             for item in self.file(path).items.values():
-                used = sorted(n for n in item.refs & names if item.uses(n, n in methods, op_api))
+                used = sorted(n for n in item.refs & names if item.uses(n, targets[n], op_api))
                 if used:
                     out.append((path, item, used[0]))
         return out
+
+    def other_device_mentions(self, names: set[str]) -> list[str]:
+        """Files of other devices under native/ (cuda/, mps/, .cu, ...) whose text names one
+        of `names`: a helper only they use cannot affect this device."""
+        if self._other_mentions is None:
+            self._other_mentions = {}
+            for path in self.tree.list(NATIVE.rstrip("/")):
+                where = classify_cpp(path)
+                if where is not None and where.no_effect:
+                    for name in set(_NAME.findall(self.tree.read(path) or "")):
+                        self._other_mentions.setdefault(name, set()).add(path)
+        return sorted({p for n in names for p in self._other_mentions.get(n, set())})
 
     def unreadable(self, paths: set[str]) -> list[tuple[str, str]]:
         return [(p, self.file(p).error) for p in sorted(paths) if self.file(p).error]

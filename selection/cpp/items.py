@@ -51,8 +51,10 @@ class CppItem:
     fingerprint: str  # of its tokens: comments and layout do not count
     calls: frozenset[str] = frozenset()
     refs: frozenset[str] = frozenset()  # every identifier it uses (calls included)
-    members: frozenset[str] = frozenset()  # used only as `x.name` / `p->name`
-    dispatched: frozenset[str] = frozenset()  # used only as `at::name` (the op API)
+    values: frozenset[str] = frozenset()  # passed as a function: `&f`, `g(x, f)`
+    members: frozenset[str] = frozenset()  # used as `x.name` / `p->name`
+    dispatched: frozenset[str] = frozenset()  # used as `at::name` (the op API, if it is one)
+    qualifiers: frozenset[str] = frozenset()  # used as `name::...`
     stubs: frozenset[str] = frozenset()  # dispatch stubs it calls or names
     registers: tuple[tuple[str, str], ...] = ()  # (stub, kernel function) it registers
     defines: tuple[str, ...] = ()  # kernel names it defines ("add_out"; meta: "add.Tensor")
@@ -67,16 +69,31 @@ class CppItem:
     def lookup_names(self) -> tuple[str, ...]:
         return tuple(n for n in (self.name, *self.defines) if n)
 
-    def uses(self, name: str, as_member: bool, op_api: frozenset[str]) -> bool:
-        """Does this definition reach `name` directly? `x.name(` only reaches a method, and
-        `at::name(` of an op's API goes through the dispatcher (an op, not this function)."""
+    @property
+    def owner(self) -> str:
+        """`Foo` for a method defined as `Foo::bar` (its callers name the class somewhere)."""
+        if not self.method or "::" not in self.qualname:
+            return ""
+        return self.qualname.rsplit("::", 2)[-2].split("<", 1)[0]
+
+    def uses(self, name: str, target: str, op_api: frozenset[str]) -> bool:
+        """Does this definition reach `name`, a definition of kind `target` ("function",
+        "method:<Class>", "type", "any")? A function is reached by a call, its address or
+        being passed along, not by a variable of the same name; `x.name(` only reaches a
+        method (of a class this definition names); `at::name(` of an op's API goes through
+        the dispatcher (an op, not this function)."""
         if name not in self.refs:
             return False
-        if name in self.members:
-            return as_member
-        if name in self.dispatched:
-            return name not in op_api
-        return True
+        if name in self.dispatched and name not in op_api:
+            return True
+        if target.startswith("method:"):
+            owner = target.removeprefix("method:")
+            named = owner in self.refs or not owner
+            return name in self.calls or name in self.values or (named and name in self.members)
+        if target == "function":
+            return name in self.calls or name in self.values
+        other = self.refs - self.members - self.dispatched
+        return name in other
 
 
 @dataclass
@@ -106,52 +123,83 @@ def fingerprint(tokens: list[str]) -> str:
 
 @dataclass(frozen=True)
 class Uses:
-    calls: frozenset[str]  # in call position: `f(`, `f<T>(`, `F{`
-    refs: frozenset[str]  # every identifier
-    members: frozenset[str]  # only ever after `.` / `->`
-    dispatched: frozenset[str]  # only ever after `at::` / `_ops::`
+    """How a token run uses each identifier (one name may be used several ways)."""
+
+    calls: frozenset[str]  # `f(`, `f<T>(`, `F{`
+    values: frozenset[str]  # `&f`, or `f` alone as an argument (not a local of that name)
+    members: frozenset[str]  # after `.` / `->`
+    dispatched: frozenset[str]  # after `at::` / `_ops::` (an op's API, when the name is one)
+    qualifiers: frozenset[str]  # before `::` (a namespace or class)
+    refs: frozenset[str]  # every identifier, all of the above and types, variables, ...
 
 
 DISPATCHER_QUALIFIERS = frozenset({"at", "_ops"})
 FOREIGN_QUALIFIERS = frozenset({"std", "c10", "caffe2", "fmt", "sleef"})
+_DECLARES_AFTER = frozenset({"auto", ">", "*", "&", "&&", "int", "float", "double", "bool",
+                             "char", "long", "short", "unsigned", "signed", "const"})  # fmt: skip
+_ENDS_DECLARATOR = frozenset({"=", ";", ",", ")", "{", "[", ":"})
 
 
 def used_names(tokens: list[str]) -> Uses:
     """The identifiers a token run uses, by how. Directives contribute their identifiers
-    (a `#define` inside a body uses names too)."""
-    calls: set[str] = set()
-    plain: set[str] = set()
-    members: set[str] = set()
-    dispatched: set[str] = set()
+    (a `#define` inside a body uses names too); `std::copy` is not ATen's `copy`."""
+    found: dict[str, set[str]] = {k: set() for k in ("calls", "values", "members", "dispatched",
+                                                        "qualifiers", "refs", "args", "locals")}  # fmt: skip
     size = len(tokens)
     for index, token in enumerate(tokens):
         if is_directive(token):
-            plain.update(t for t in re.findall(r"[A-Za-z_]\w*", token[1:]) if is_identifier(t))
+            found["refs"].update(
+                t for t in re.findall(r"[A-Za-z_]\w*", token[1:]) if is_identifier(t)
+            )
             continue
         if not is_identifier(token):
             continue
         before = tokens[index - 1] if index else ""
-        if before in (".", "->"):
-            members.add(token)
-        elif before == "::" and index > 1 and tokens[index - 2] in DISPATCHER_QUALIFIERS:
-            dispatched.add(token)
-        elif before == "::" and index > 1 and tokens[index - 2] in FOREIGN_QUALIFIERS:
-            continue  # `std::copy` is not ATen's `copy`
-        else:
-            plain.add(token)
+        before2 = tokens[index - 2] if index > 1 else ""
         after = tokens[index + 1] if index + 1 < size else ""
-        if after in ("(", "{") or (after == "<" and _template_call(tokens, index + 1)):
-            calls.add(token)
+        if before == "::" and before2 in FOREIGN_QUALIFIERS:
+            continue
+        found["refs"].add(token)
+        lead = index - 1  # the token before a qualified id `a::b::name`
+        while lead > 1 and tokens[lead] == "::" and is_identifier(tokens[lead - 1]):
+            lead -= 2
+        kind = _occurrence(tokens, index, before, before2, after, tokens[lead] if lead >= 0 else "",
+                           tokens[lead - 1] if lead > 0 else "")  # fmt: skip
+        if kind:
+            found[kind].add(token)
+    values = found["values"] | (found["args"] - found["locals"])
     return Uses(
-        frozenset(calls),
-        frozenset(plain | members | dispatched),
-        frozenset(members - plain),
-        frozenset(dispatched - plain - members),
-    )
+        frozenset(found["calls"]), frozenset(values), frozenset(found["members"]),
+        frozenset(found["dispatched"]), frozenset(found["qualifiers"]), frozenset(found["refs"]),
+    )  # fmt: skip
 
 
-def _template_call(tokens: list[str], start: int, limit: int = 40) -> bool:
-    """`<...>(` right after an identifier: an explicit template call."""
+def _occurrence(
+    tokens: list[str], index: int, before: str, before2: str, after: str, lead: str, lead2: str
+) -> str:
+    """`lead`, `lead2`: the two tokens before the whole qualified id (`&at::native::f`)."""
+    if lead in (".", "->"):
+        return "members"
+    if before == "::" and before2 in DISPATCHER_QUALIFIERS:
+        return "dispatched"
+    if after == "::":
+        return "qualifiers"
+    if after == "<":
+        after = _after_template_arguments(tokens, index + 1)
+    if after in ("(", "{"):
+        return "calls"
+    if lead == "&" and not (is_identifier(lead2) or lead2 in (")", "]")):
+        return "values"
+    if after in _ENDS_DECLARATOR and (is_identifier(before) or before in _DECLARES_AFTER):
+        return "locals"  # `int64_t size = ...`, a parameter `(const Tensor& self)`
+    if lead in ("(", ",", "{", "=", "?", ":", "return") and after in (",", ")", "}", ";", ":"):
+        return "args"  # passed along: `cpu_kernel(iter, f)`, `{f, g}`, `c ? f : g`
+    return ""
+
+
+def _after_template_arguments(tokens: list[str], start: int, limit: int = 40) -> str:
+    """The token after `<...>` opening at `start` ("" when it does not look like template
+    arguments): `f<T>(` is a call, `f<T>,` a function passed along."""
     depth = 0
     for index in range(start, min(len(tokens), start + limit)):
         token = tokens[index]
@@ -160,10 +208,10 @@ def _template_call(tokens: list[str], start: int, limit: int = 40) -> bool:
         elif token == ">":
             depth -= 1
             if depth == 0:
-                return index + 1 < len(tokens) and tokens[index + 1] in ("(", "{", "::")
+                return tokens[index + 1] if index + 1 < len(tokens) else ""
         elif token in (";", "{", "}"):
-            return False
-    return False
+            return ""
+    return ""
 
 
 def stubs_in(refs: frozenset[str]) -> frozenset[str]:

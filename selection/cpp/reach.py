@@ -106,7 +106,7 @@ def reach_ops(
 def _callers(walk: _Walk, level: list[Node]) -> list[Node]:
     global_names: dict[str, Node] = {}
     local_names: dict[str, dict[str, Node]] = {}
-    methods: set[str] = set()
+    targets: dict[str, str] = {}
     for node in level:
         item = walk.items[node]
         if item.kind in NOT_PROPAGATING or item.other_device:
@@ -114,13 +114,13 @@ def _callers(walk: _Walk, level: list[Node]) -> list[Node]:
         table = local_names.setdefault(node[0], {}) if item.file_local else global_names
         for name in item.lookup_names:
             table.setdefault(name, node)
-        if item.method or item.kind == "class":
-            methods.add(item.name)
-    corpus, api, as_member = walk.corpus, walk.native.op_api, frozenset(methods)
+            target = _target_kind(item)
+            targets[name] = target if targets.get(name, target) == target else "any"
+    corpus, api = walk.corpus, walk.native.op_api
     searched = corpus.mentioning(set(global_names))
-    found = corpus.users(set(global_names), searched, as_member, api)
+    found = corpus.users({n: targets[n] for n in global_names}, searched, api)
     for path, names in local_names.items():
-        found += corpus.users(set(names), {path}, as_member, api)
+        found += corpus.users({n: targets[n] for n in names}, {path}, api)
     walk.result.unreadable = _merge(walk.result.unreadable, corpus.unreadable(searched))
     next_level: list[Node] = []
     for path, item, used in found:
@@ -133,6 +133,13 @@ def _callers(walk: _Walk, level: list[Node]) -> list[Node]:
         walk.via_name[node] = used
         next_level.append(node)
     return next_level
+
+
+def _target_kind(item: CppItem) -> str:
+    """How users reach a definition (CppItem.uses)."""
+    if item.kind in ("function", "impl", "meta", "invocation"):
+        return f"method:{item.owner}" if item.method else "function"
+    return "type" if item.kind == "class" else "any"
 
 
 def _how(item: CppItem, used: str) -> str:

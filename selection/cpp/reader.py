@@ -286,7 +286,7 @@ class _Reader:
             and self._expand(known, args, start, scope, local, shown)
         ):
             return
-        defines = tuple(n for a in args for n in a if is_identifier(n))
+        defines = tuple(a[0] for a in args if len(a) == 1 and _kernel_like(a[0]))
         self._record(start, close + 1, scope, local, kind="invocation", name="",
                      defines=defines, qualname=shown)  # fmt: skip
 
@@ -355,7 +355,8 @@ class _Reader:
         item = CppItem(
             key=key or qualname, qualname=qualname, name=name, kind=kind, line=self.line(start),
             fingerprint=fingerprint(tokens), calls=uses.calls - skip, refs=uses.refs - skip,
-            members=uses.members, dispatched=uses.dispatched,
+            values=uses.values, members=uses.members, dispatched=uses.dispatched,
+            qualifiers=uses.qualifiers,
             stubs=stubs_in(uses.refs - skip), defines=defines, file_local=local and not self.header,
             via=self.via, method=method,
         )  # fmt: skip
@@ -381,3 +382,9 @@ def _function_named(tokens: list[str]) -> str:
     if "<" in tokens:
         tokens = tokens[: tokens.index("<")]
     return _last_identifier(tokens)
+
+
+def _kernel_like(name: str) -> bool:
+    """An argument of an unknown macro that may name what it generates: `sin`, `add_out`,
+    not a type (`BFloat16`, `int64_t`)."""
+    return is_identifier(name) and name.islower() and not name.endswith("_t")

@@ -27,7 +27,7 @@ _TOKEN = re.compile(
     r"""
     (?P<space>[ \t\r\f\v]+|\\\n)
   | (?P<newline>\n)
-  | (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<comment>//[^\n]*|/\*(?:.*?\*/|.*))
   | (?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\()
   | (?P<string>(?:u8|u|U|L)?"(?:[^"\\\n]|\\.)*")
   | (?P<char>(?:u8|u|U|L)?'(?:[^'\\\n]|\\.)*')

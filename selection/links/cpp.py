@@ -162,16 +162,26 @@ class CppLinks:
                 f"({len(links)} ops so far): treated as core"
             )
         elif not links:
-            _nothing_reached(out, change, reach.other_keys, index)
+            names = {n for _, item in start for n in item.lookup_names}
+            # Used by no definition of ours at all, but by another device's files: theirs.
+            others = corpus.other_device_mentions(names) if reach.visited == len(start) else []
+            _nothing_reached(out, change, reach.other_keys, others, index)
         return out
 
 
 def _nothing_reached(
-    out: CppReached, change: CppChange, other_keys: list[str], index: LinkIndex
+    out: CppReached,
+    change: CppChange,
+    other_keys: list[str],
+    other_files: list[str],
+    index: LinkIndex,
 ) -> None:
     if other_keys:
         shown = "; ".join(dict.fromkeys(other_keys[:3]))
         out.no_effect = f"only another device's or layout's kernels run it ({shown})"
+    elif other_files and not change.parse_error:
+        shown = ", ".join(other_files[:3]) + (", ..." if len(other_files) > 3 else "")
+        out.no_effect = f"only another device's code uses it ({shown})"
     elif change.kind == ChangeKind.added and change.role not in ("file", "directives"):
         out.no_effect = "added, and no kernel uses it yet (its users changed too, and are linked)"
     elif change.parse_error:

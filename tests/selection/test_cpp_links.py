@@ -25,7 +25,9 @@ from tests.support.cpp_upstream import (
     BINARY_OPS,
     COMPOSITE,
     CUDA_FILE,
+    CUDA_FUSED,
     DERIVATIVES,
+    FAST_ROUTE,
     FILES,
     ITERATOR,
     MANUAL,
@@ -198,6 +200,16 @@ def test_cuda_only_file_is_no_effect_with_its_reason(upstream: CppUpstream) -> N
     assert reached.links == []
     assert reached.no_effect == change.no_effect
     assert "under cuda/: another device's code" in reached.no_effect
+
+
+def test_helper_only_another_device_uses_is_no_effect(upstream: CppUpstream) -> None:
+    head = upstream.change(
+        FAST_ROUTE, "&& b.is_contiguous()", "&& b.is_non_overlapping_and_dense()"
+    )
+    change, reached = Linked(upstream, head).only()
+    assert change.function == "at::native::can_use_fast_route"
+    assert reached.links == []
+    assert reached.no_effect == f"only another device's code uses it ({CUDA_FUSED})"
 
 
 def test_kernel_only_another_layout_runs_is_no_effect(upstream: CppUpstream) -> None:

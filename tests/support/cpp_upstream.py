@@ -20,6 +20,8 @@ BINARY_KERNEL = f"{NATIVE}/cpu/BinaryOpsKernel.cpp"
 ACTIVATION = f"{NATIVE}/Activation.cpp"
 COMPOSITE = f"{NATIVE}/Frobnicate.cpp"
 CUDA_FILE = f"{NATIVE}/cuda/Activation.cpp"
+FAST_ROUTE = f"{NATIVE}/FastRoute.h"
+CUDA_FUSED = f"{NATIVE}/cuda/FusedOps.cu"
 MANUAL = "torch/csrc/autograd/FunctionsManual.cpp"
 ITERATOR = "aten/src/ATen/TensorIterator.cpp"
 
@@ -216,6 +218,25 @@ FILES = {
           GeluCUDAKernelImpl(*this, get_gelutype_enum(approximate));
         }
 
+        } // namespace at::native
+        """,
+    FAST_ROUTE: """
+        #pragma once
+        namespace at::native {
+        inline bool can_use_fast_route(const Tensor& a, const Tensor& b) {
+          return a.is_contiguous() && b.is_contiguous();
+        }
+        } // namespace at::native
+        """,
+    CUDA_FUSED: """
+        #include <ATen/native/FastRoute.h>
+        namespace at::native {
+        Tensor fused_add_cuda(const Tensor& a, const Tensor& b) {
+          if (can_use_fast_route(a, b)) {
+            return launch_fused(a, b);
+          }
+          return a + b;
+        }
         } // namespace at::native
         """,
     MANUAL: """

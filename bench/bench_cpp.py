@@ -8,7 +8,9 @@ so and exits 0. Prints, with CPU seconds (time.process_time, this process):
 2. kernel coverage: the kernel names native_functions.yaml gives our dispatch keys, and how
    many of them the reader finds defined in the tree;
 3. reach: a fixed sample of changed definitions (every k-th function of native/ and
-   native/cpu/) linked to ATen ops: how many reach an op, ops per change, CPU per change.
+   native/cpu/) linked to ATen ops: how many reach an op, ops per change, CPU per change;
+4. range mode: one kernel edited between two commits of a git repository holding the tree's
+   native/, YAML and FunctionsManual; Detector and CppLinks through GitTree, CPU seconds.
 
 Usage: python bench/bench_cpp.py [--src DIR] [--sample 300]
 """
@@ -17,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
+import git
 from rich.progress import Progress
 
 from selection.cpp.corpus import CppCorpus
@@ -37,7 +42,15 @@ from selection.cpp.reach import reach_ops
 from selection.cpp.reader import read_cpp
 from selection.cpp.scan import match_brackets
 from selection.cpp.tokens import CppSyntaxError, tokenize
-from selection.sources.tree import DirTree
+from selection.detect import Detector
+from selection.device import DeviceFacts
+from selection.links.cpp import CppLinks
+from selection.links.index import LinkIndex
+from selection.model import Revision
+from selection.oplists import OpDatabase
+from selection.sources.tree import DirTree, GitTree, changed_paths
+from selection.universe import Universe
+from selection.upstream import ParsedTrees
 
 CPP_SUFFIXES = (".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh", ".mm")
 DEFINING = ("function", "impl", "meta")
@@ -163,6 +176,54 @@ def report_reach(root: Path, sample_size: int) -> None:
     print(f"   CPU: {seconds:.2f} s in all, {seconds / len(sample) * 1000:.0f} ms per change")
 
 
+RANGE_FILES = ("aten/src/ATen/native", "tools/autograd/derivatives.yaml",
+               "torch/csrc/autograd/FunctionsManual.cpp", "torch/csrc/autograd/FunctionsManual.h")  # fmt: skip
+RANGE_EDIT = (
+    "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp",
+    "void mul_kernel(TensorIteratorBase& iter) {",
+    "void mul_kernel(TensorIteratorBase& iter) {\n  TORCH_INTERNAL_ASSERT(iter.ntensors() == 3);",
+)
+
+
+def report_range(root: Path) -> None:
+    """Range mode as a clone gives it: two commits of a git repository (the native tree, the
+    YAML and FunctionsManual copied from the source tree), one kernel edited; Detector +
+    CppLinks through GitTree, as `select --pytorch-repo` reads them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        repo_dir = Path(tmp) / "pytorch"
+        for rel in RANGE_FILES:
+            source, target = root / rel, repo_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
+        repo = git.Repo.init(repo_dir)
+        with repo.config_writer() as config:
+            config.set_value("user", "name", "bench")
+            config.set_value("user", "email", "bench@example.invalid")
+        repo.git.add("--all")
+        base = repo.index.commit("base").hexsha
+        path, old, new = RANGE_EDIT
+        edited = repo_dir / path
+        edited.write_text(edited.read_text().replace(old, new, 1))
+        repo.git.add("--all")
+        head = repo.index.commit("edit").hexsha
+        start = time.process_time()
+        base_trees = ParsedTrees(GitTree(repo, base))
+        head_trees = ParsedTrees(GitTree(repo, head))
+        changes = Detector(base_trees, head_trees).detect(
+            Revision("base", base), Revision("head", head), changed_paths(repo, base, head)
+        )
+        detected = time.process_time() - start
+        index = LinkIndex(head_trees, base_trees, OpDatabase(), Universe(), DeviceFacts())
+        results = [CppLinks().explain(change, index) for change in changes.cpp]
+        linked = time.process_time() - start - detected
+    ops = sorted({link.target.name for r in results for link in r.links})
+    print(
+        f"4. range mode (git, GitTree): edit {path}: {[c.function for c in changes.cpp]} -> {ops}"
+    )
+    print(f"   CPU: detect {detected:.2f} s, link (first change of the revision: YAML and identifier "
+          f"index built) {linked:.2f} s")  # fmt: skip
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src")
@@ -178,6 +239,7 @@ def main(argv: list[str]) -> int:
     files = report_reader(root)
     report_coverage(root, files)
     report_reach(root, args.sample)
+    report_range(root)
     return 0
 
 

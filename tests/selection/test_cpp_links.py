@@ -12,11 +12,21 @@ from selection.cpp.blind_spot import release_blind_spot
 from selection.cpp.detect import LAYOUT_ONLY, WHOLE_FILE
 from selection.detect import Detector
 from selection.device import DeviceFacts
-from selection.links.cpp import CppLinks, CppReached, cpp_indexes, is_gradient_only
+from selection.links.cpp import (
+    CppLinks,
+    CppReached,
+    cpp_indexes,
+    in_scope_aten,
+    is_gradient_only,
+    release_cpp_blind_spot,
+)
 from selection.links.index import LinkIndex
 from selection.model import ChangeKind, ChangeSet, CppChange, Revision
 from selection.oplists import OpDatabase
+from selection.pipeline import SelectOptions, prepare
 from selection.sources.tree import DirTree, GitTree, changed_paths
+from selection.stages.map import MapStage
+from selection.state import PipelineState
 from selection.universe import Universe
 from selection.upstream import ParsedTrees
 from tests.support.cpp_upstream import (
@@ -34,6 +44,7 @@ from tests.support.cpp_upstream import (
     NATIVE_FUNCTIONS,
     CppUpstream,
 )
+from tests.support.upstream_repo import build_upstream, write_manifest
 
 
 @pytest.fixture(scope="module")
@@ -296,3 +307,27 @@ def test_release_blind_spot_counts_the_kernels_wheels_cannot_show(tmp_path: Path
     # calls handle_r_to_c (a helper), gelu's calls gelu_backward (an op, not a helper).
     assert (spot.ops, spot.kernels, spot.helpers) == (2, 2, 1)
     assert spot.text.startswith("release wheels hold no C++: changes to the 2 C++ kernels")
+
+
+def test_release_blind_spot_counts_from_the_universe_of_a_release_mirror(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The shared upstream-shaped release (torchgen/packaged YAML, no C++): the in-scope ops
+    are those of the enumerated instances, found through the real Map stage."""
+    release = build_upstream(tmp_path_factory.mktemp("release") / "pytorch")
+    opts = SelectOptions(
+        from_=release.base,
+        to=release.base,
+        pytorch_repo=release.path,
+        manifests=[write_manifest(tmp_path_factory.mktemp("manifests"))],
+    )
+    request, _ = prepare(opts)
+    state = PipelineState(request)
+    db, universe = MapStage.database(state), MapStage.universe(state)
+    index = LinkIndex(request.head_trees, request.base_trees, db, universe, request.facts)
+    assert {"add", "mul", "abs"} <= in_scope_aten(index)
+    spot = release_cpp_blind_spot(index)
+    assert spot is not None
+    # add.Tensor: add_kernel (CPU; MPS is not ours), mul.Tensor: mul, abs: abs (composite).
+    assert (spot.kernels, spot.helpers) == (3, 0)
+    assert "3 C++ kernels" in spot.text and "--pytorch-repo" in spot.text

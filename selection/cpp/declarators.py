@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from selection.cpp.items import KEYWORDS, is_identifier, is_macro_name, show
+from selection.cpp.macros import split_arguments
 
 # Macros that open a definition, and what the definition is.
 DEFINING_MACROS: dict[str, str] = {
@@ -163,19 +164,8 @@ def _template_open(toks: list[str], close: int, floor: int) -> int | None:
 def parameter_types(toks: list[str], paren: int, close: int) -> str:
     """`(const Tensor& self, int64_t dim = 0)` -> `const Tensor&,int64_t`: overloads apart,
     parameter renames and default-argument edits not."""
-    params: list[list[str]] = [[]]
-    depth = 0
-    for token in toks[paren + 1 : close]:
-        if token in "([{<":
-            depth += 1
-        elif token in ")]}>":
-            depth -= 1
-        if token == "," and depth == 0:
-            params.append([])
-        else:
-            params[-1].append(token)
     shown: list[str] = []
-    for param in params:
+    for param in split_arguments(toks[paren + 1 : close], angles=True) or [[]]:
         if "=" in param:
             param = param[: param.index("=")]
         if len(param) > 1 and is_identifier(param[-1]) and param[-2] not in ("::", "struct"):

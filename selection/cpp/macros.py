@@ -41,14 +41,16 @@ def parse_define(directive: str) -> Macro | None:
     return Macro(name, names, body_tokens)
 
 
-def split_arguments(tokens: list[str]) -> list[list[str]]:
-    """Top-level comma-separated arguments of a token list (without the outer parentheses)."""
+def split_arguments(tokens: list[str], angles: bool = False) -> list[list[str]]:
+    """Top-level comma-separated arguments of a token list (without the outer parentheses);
+    `angles`: `<...>` nests too (parameter lists: `std::pair<int, int> p`)."""
+    openers, closers = ("([{<", ")]}>") if angles else ("([{", ")]}")
     args: list[list[str]] = [[]]
     depth = 0
     for token in tokens:
-        if token in "([{":
+        if len(token) == 1 and token in openers:
             depth += 1
-        elif token in ")]}":
+        elif len(token) == 1 and token in closers:
             depth -= 1
         if token == "," and depth == 0:
             args.append([])

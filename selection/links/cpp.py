@@ -19,7 +19,9 @@ tree on first use and memoized on the LinkIndex.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from selection.cpp.blind_spot import CppBlindSpot, release_blind_spot
 from selection.cpp.corpus import CppCorpus
@@ -40,6 +42,7 @@ from selection.links.index import LinkIndex
 from selection.model import ChangeKind, CppChange
 from selection.native_yaml import NativeYamlError
 
+T = TypeVar("T")
 CORE_CANARY = (
     "ATen/c10 core C++ (TensorIterator, dispatcher, vectorized math, ...): "
     "reached by nearly every op"
@@ -73,29 +76,30 @@ def cpp_corpus(index: LinkIndex) -> CppCorpus:
 
 
 def _build_indexes(index: LinkIndex) -> CppIndexes:
-    tree = index.head.tree
-    native: NativeIndex | None = None
-    formulas = FormulaIndex()
     problems: list[str] = []
-    for path in NATIVE_FUNCTIONS_PATHS:
-        text = tree.read(path)
-        if text is not None:
-            try:
-                native = build_native_index(text, path)
-            except NativeYamlError as exc:
-                problems.append(str(exc))
-            break
-    else:
+    native = _first_yaml(index, NATIVE_FUNCTIONS_PATHS, build_native_index, problems)
+    formulas = _first_yaml(index, DERIVATIVES_PATHS, build_formula_index, problems)
+    if native is None and not problems:
         problems.append("native_functions.yaml is not in the head revision")
-    for path in DERIVATIVES_PATHS:
-        text = tree.read(path)
+    return CppIndexes(native, formulas or FormulaIndex(), "; ".join(problems))
+
+
+def _first_yaml(
+    index: LinkIndex,
+    paths: tuple[str, ...],
+    build: Callable[[str, str], T],
+    problems: list[str],
+) -> T | None:
+    """The index built from the first of `paths` the head has (a clone's, then a wheel's)."""
+    for path in paths:
+        text = index.head.tree.read(path)
         if text is not None:
             try:
-                formulas = build_formula_index(text, path)
+                return build(text, path)
             except NativeYamlError as exc:
                 problems.append(str(exc))
-            break
-    return CppIndexes(native, formulas, "; ".join(problems))
+                return None
+    return None
 
 
 def in_scope_aten(index: LinkIndex) -> set[str]:

@@ -8,7 +8,8 @@ so and exits 0. Prints, with CPU seconds (time.process_time, this process):
 2. kernel coverage: the kernel names native_functions.yaml gives our dispatch keys, and how
    many of them the reader finds defined in the tree;
 3. reach: a fixed sample of changed definitions (every k-th function of native/ and
-   native/cpu/) linked to ATen ops: how many reach an op, ops per change, CPU per change;
+   native/cpu/) linked to ATen ops: how many reach an op, ops per change, CPU per change,
+   and all of them as the changes of one revision;
 4. range mode: one kernel edited between two commits of a git repository holding the tree's
    native/, YAML and FunctionsManual; Detector and CppLinks through GitTree, CPU seconds.
 
@@ -174,6 +175,11 @@ def report_reach(root: Path, sample_size: int) -> None:
             f"   ops per linked change: median {statistics.median(linked):.0f}, p90 {p90}, max {linked[-1]}"
         )
     print(f"   CPU: {seconds:.2f} s in all, {seconds / len(sample) * 1000:.0f} ms per change")
+    start = time.process_time()
+    links = sum(len(reach_ops([c], corpus, native, formulas).ops) for c in candidates)
+    seconds = time.process_time() - start
+    print(f"   all {len(candidates)} as changes of one revision (a release range's scale): "
+          f"{seconds:.1f} s CPU, {links} links")  # fmt: skip
 
 
 RANGE_FILES = ("aten/src/ATen/native", "tools/autograd/derivatives.yaml",

@@ -33,6 +33,9 @@ class CppCorpus:
     _paths: list[str] | None = None
     _mentions: dict[str, set[str]] | None = None  # identifier -> paths whose text has it
     _other_mentions: dict[str, set[str]] | None = None  # the same over other devices' files
+    _users: dict[tuple[str, str, tuple[str, ...] | None], list[tuple[str, CppItem]]] = field(
+        default_factory=dict
+    )
 
     def paths(self) -> list[str]:
         if self._paths is None:
@@ -64,17 +67,25 @@ class CppCorpus:
         return found
 
     def users(
-        self, targets: dict[str, str], paths: set[str], op_api: frozenset[str] = frozenset()
+        self, targets: dict[str, str], paths: set[str] | None, op_api: frozenset[str] = frozenset()
     ) -> list[tuple[str, CppItem, str]]:
-        """(path, item, the name it uses) for every item of `paths` that reaches one of the
-        `targets` (name -> "function" | "method:<Class>" | "type" | "any"; CppItem.uses)."""
-        names = set(targets)
+        """(path, item, the name it uses) for every item that reaches one of the `targets`
+        (name -> "function" | "method:<Class>" | "type" | "any"; CppItem.uses), in `paths`
+        or (None) in every file that mentions the name. Memoized per name: changes of one
+        revision share most of the names on their way (stubs, kernels)."""
         out: list[tuple[str, CppItem, str]] = []
-        for path in sorted(paths):
-            for item in self.file(path).items.values():
-                used = sorted(n for n in item.refs & names if item.uses(n, targets[n], op_api))
-                if used:
-                    out.append((path, item, used[0]))
+        only = tuple(sorted(paths)) if paths is not None else None
+        for name in sorted(targets):
+            key = (name, targets[name], only)
+            if key not in self._users:
+                where = set(only) if only is not None else self.mentioning({name})
+                self._users[key] = [
+                    (path, item)
+                    for path in sorted(where)
+                    for item in self.file(path).items.values()
+                    if item.uses(name, targets[name], op_api)
+                ]
+            out.extend((path, item, name) for path, item in self._users[key])
         return out
 
     def other_device_mentions(self, names: set[str]) -> list[str]:

@@ -117,10 +117,10 @@ def _callers(walk: _Walk, level: list[Node]) -> list[Node]:
             target = _target_kind(item)
             targets[name] = target if targets.get(name, target) == target else "any"
     corpus, api = walk.corpus, walk.native.op_api
-    searched = corpus.mentioning(set(global_names))
-    found = corpus.users({n: targets[n] for n in global_names}, searched, api)
+    found = corpus.users({n: targets[n] for n in global_names}, None, api)
     for path, names in local_names.items():
         found += corpus.users({n: targets[n] for n in names}, {path}, api)
+    searched = corpus.mentioning(set(global_names))
     walk.result.unreadable = _merge(walk.result.unreadable, corpus.unreadable(searched))
     next_level: list[Node] = []
     for path, item, used in found:

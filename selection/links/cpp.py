@@ -210,7 +210,8 @@ def _start_items(
         text = index.head.tree.read(path) or index.base.tree.read(path) or ""
         return [(path, _named(path, name)) for name in definitions_by_scan(text)]
     items = corpus.file(path).items
-    if change.role == "directives" or (not change.name and not change.defines):
+    if change.role == "directives" or (change.role == "declaration" and not change.name):
+        # `#if` structure, `using namespace vec;`: what it affects is the file's definitions
         return [(path, item) for item in items.values()]
     item = items.get(change.key)
     if item is None:  # removed: only what the change says about it is known

@@ -331,3 +331,30 @@ def test_release_blind_spot_counts_from_the_universe_of_a_release_mirror(
     # add.Tensor: add_kernel (CPU; MPS is not ours), mul.Tensor: mul, abs: abs (composite).
     assert (spot.kernels, spot.helpers) == (3, 0)
     assert "3 C++ kernels" in spot.text and "--pytorch-repo" in spot.text
+
+
+def test_changed_conditional_compilation_reaches_the_file_s_definitions(
+    upstream: CppUpstream,
+) -> None:
+    head = upstream.change(
+        BINARY_KERNEL,
+        "void mul_kernel(TensorIteratorBase& iter) {",
+        "#if !defined(C10_MOBILE)\nvoid mul_kernel(TensorIteratorBase& iter) {",
+    )
+    head = upstream.change(BINARY_KERNEL, "} // namespace\n", "} // namespace\n#endif\n", on=head)
+    run = Linked(upstream, head)
+    change, _ = run.only()
+    assert (change.function, change.role) == ("#if/#endif (conditional compilation)", "directives")
+    assert {"add.out", "add.Tensor", "mul.out", "mul.Tensor"} <= run.ops()
+
+
+def test_function_bound_by_torch_library_impl_reaches_the_bound_op(upstream: CppUpstream) -> None:
+    head = upstream.change(COMPOSITE, "return self.flip(0);", "return self.flip(-1);")
+    change, reached = Linked(upstream, head).only()
+    assert change.function == "at::native::wiggle_cpu"
+    [link] = reached.links  # the SparseCPU block binds it too, for another layout
+    assert link.target.name == "wiggle"
+    assert [str(s) for s in link.evidence] == [
+        f"{COMPOSITE}:at::native::TORCH_LIBRARY_IMPL(aten, CPU) binds wiggle_cpu",
+        f"{COMPOSITE}:at::native::TORCH_LIBRARY_IMPL(aten, CPU) m.impl('wiggle') for CPU",
+    ]

@@ -205,6 +205,18 @@ FILES = {
           return self.coalesce();
         }
 
+        static Tensor wiggle_cpu(const Tensor& self) {
+          return self.flip(0);
+        }
+
+        TORCH_LIBRARY_IMPL(aten, CPU, m) {
+          m.impl("wiggle", TORCH_FN(wiggle_cpu));
+        }
+
+        TORCH_LIBRARY_IMPL(aten, SparseCPU, m) {
+          m.impl("wiggle", TORCH_FN(wiggle_cpu));
+        }
+
         } // namespace at::native
         """,
     CUDA_FILE: """

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
+from selection.cpp.detect import detect_cpp_file, is_cpp_path
 from selection.devices import names_other_device
 from selection.dtypes_eval import DtypeEvaluator
 from selection.model import (
@@ -228,6 +229,8 @@ class Detector:
     def _file(self, changes: ChangeSet, path: str, kind: ChangeKind) -> FileChange:
         if is_native_yaml(path):
             return self._native(changes, path, kind)
+        if is_cpp_path(path):
+            return detect_cpp_file(changes, self.base, self.head, path, kind)
         if not analysed_by_symbol(path):
             return FileChange(path, kind)
         database = is_database_file(path)

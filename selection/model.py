@@ -96,6 +96,7 @@ class ChangeSet:
     native: list[NativeChange] = field(default_factory=list)
     templates: list[SymbolChange] = field(default_factory=list)  # test_* methods in test/
     unparseable: list[FileChange] = field(default_factory=list)
+    cpp: list[CppChange] = field(default_factory=list)  # ATen / FunctionsManual C++ definitions
 
 
 @dataclass(frozen=True)
@@ -154,3 +155,28 @@ class StageReport:
     notes: list[str] = field(default_factory=list)
     enabled: bool = True
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class CppChange:
+    """One changed C++ definition (selection.cpp): a function, a TORCH_IMPL_FUNC, a
+    registration, a class, a macro, ... `function == "*"` stands for a whole file that could
+    not be read (`parse_error`): its dependents widen."""
+
+    path: str
+    function: str  # as read: "at::native::add_kernel", "at::native::TORCH_IMPL_FUNC(add_out)"
+    kind: ChangeKind
+    name: str = ""  # what its users write to reach it ("add_kernel"); "" when nothing does
+    role: str = "function"  # CppItem.kind: function|impl|meta|class|macro|declaration|stub|...
+    area: str = "native"  # native | autograd | core (selection.cpp.paths)
+    key: str = ""  # its key in the file (qualified name and parameter types)
+    line: int = 0
+    defines: tuple[str, ...] = ()  # kernel / meta names it defines (TORCH_IMPL_FUNC(add_out))
+    file_local: bool = False  # static or in an anonymous namespace: users only in its file
+    no_effect: str = ""  # why it cannot affect this device, when it cannot
+    parse_error: str = ""
+
+    @property
+    def summary(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.function} {self.kind}"

@@ -222,7 +222,8 @@ class Detector:
                 progress(index, len(paths))
             change = self._file(changes, path, kind)
             changes.files.append(change)
-            if change.parse_error:
+            # an unreadable C++ file is widened by the C++ link kind, finer than "all"
+            if change.parse_error and change.analysed != "cpp":
                 changes.unparseable.append(change)
         return changes
 

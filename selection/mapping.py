@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, LinkKind, Outcome
+from selection.links.cpp import CppLinks
 from selection.links.dtype_helpers import DtypeHelperLinks
 from selection.links.entry_changes import EntryLinks
 from selection.links.file_changes import FileLinks
@@ -77,11 +78,13 @@ def default_kinds(changes: ChangeSet, device: str = "spyre") -> list[LinkKind]:
         {s.path for s in changes.symbols}
         | {e.path for e in changes.entries}
         | {f.path for f in changes.files if f.analysed == "native" and _source(f.path) in sources}
+        | {c.path for c in changes.cpp}
     )
     return [
         TemplateLinks(changes.templates),
         EntryLinks(),
         NativeLinks(),
+        CppLinks(),
         DtypeHelperLinks(device),
         SymbolLinks(),
         FileLinks(with_changes),
@@ -102,6 +105,8 @@ def _items(changes: ChangeSet) -> Iterator[tuple[object, Cause]]:
         details = "; ".join(f.detail for f in entry.fields[:3] if not f.other_device_only)
         summary = f"{label} {entry.full_name!r} {entry.kind}" + (f": {details}" if details else "")
         yield entry, Cause("detect", "entry", summary)
+    for cpp in changes.cpp:
+        yield cpp, Cause("detect", "cpp", cpp.summary)
     for native in changes.native:
         summary = f"{native.source}.yaml {native.op} {native.kind}"
         if native.fields:
@@ -161,15 +166,14 @@ class Mapper:
             return Outcome(no_effect="removed upstream (a manifest finding if a manifest names it)")
         label = getattr(change, "path", type(change).__name__)
         blind = f"{label}: no link kind handles this change"
-        return Outcome(canary=blind, blind_spot=blind, kind="canary")
+        return Outcome(canary=blind, blind_spots=[blind], kind="canary")
 
     # -- applying an outcome -------------------------------------------------------------------
     def _apply(self, outcome: Outcome, detect: Cause) -> None:
         if outcome.no_effect:
             self.result.no_effect.append(outcome.no_effect)
             return
-        if outcome.blind_spot:
-            self.result.blind_spots.append(outcome.blind_spot)
+        self.result.blind_spots.extend(outcome.blind_spots)
         if not outcome.links:
             self._canary(Cause("map", "canary", outcome.canary), None, None)
             return

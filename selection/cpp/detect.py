@@ -44,15 +44,16 @@ def detect_cpp(
 ) -> CppDetection:
     where = classify_cpp(path)
     if where is None:
-        return CppDetection(FileChange(path, kind))
+        return CppDetection(FileChange(path, kind, analysed="cpp"))
     if where.no_effect:
         change = _whole(where, kind, no_effect=where.no_effect)
-        return CppDetection(FileChange(path, kind), [change], where.no_effect)
+        return CppDetection(FileChange(path, kind, analysed="cpp"), [change], where.no_effect)
     old = read_cpp(base_text, path) if base_text is not None else CppFile(path)
     new = read_cpp(head_text, path) if head_text is not None else CppFile(path)
     error = "; ".join(f"{side}: {f.error}" for side, f in (("base", old), ("head", new)) if f.error)
     if error:
-        return CppDetection(FileChange(path, kind, error), [_whole(where, kind, parse_error=error)])
+        whole = _whole(where, kind, parse_error=error)
+        return CppDetection(FileChange(path, kind, error, analysed="cpp"), [whole])
     changes = [
         CppChange(
             path=path,
@@ -70,8 +71,8 @@ def detect_cpp(
     ]
     if not changes:  # still recorded, so that the file's "no effect" has its reason
         changes = [_whole(where, kind, no_effect=LAYOUT_ONLY)]
-        return CppDetection(FileChange(path, kind), changes, LAYOUT_ONLY)
-    return CppDetection(FileChange(path, kind), changes)
+        return CppDetection(FileChange(path, kind, analysed="cpp"), changes, LAYOUT_ONLY)
+    return CppDetection(FileChange(path, kind, analysed="cpp"), changes)
 
 
 def _whole(

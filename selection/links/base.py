@@ -90,18 +90,18 @@ class Outcome:
     - `links` and no `canary`: every test the links reach runs (resolved through the graph);
     - `canary`: a stratified canary, aimed at what `links` reach (all reused tests without);
     - `no_effect`: nothing here can be affected, and why;
-    - `blind_spot`: the analysis could not link it (listed by name in the report).
+    - `blind_spots`: what the analysis could not link (listed by name in the report).
     """
 
     links: list[Link] = field(default_factory=list)
     no_effect: str = ""
     canary: str = ""
-    blind_spot: str = ""
+    blind_spots: list[str] = field(default_factory=list)
     kind: str = ""  # the map cause's kind: template, entry, call, native, derivative, ...
 
     @property
     def decided(self) -> bool:
-        return bool(self.links or self.no_effect or self.canary or self.blind_spot)
+        return bool(self.links or self.no_effect or self.canary or self.blind_spots)
 
 
 class LinkKind(Protocol):

@@ -1,10 +1,9 @@
 """C++ links: a changed ATen / FunctionsManual definition -> the ATen ops that run it.
 
-On the LinkKind contract (selection.links.base). `reach(change, index)` gives the links;
-`explain(change, index)` gives them with what `reach` cannot say: why nothing is reached
-(`no_effect`), a canary cause (`canary`: ATen/c10 core, or a reach too wide to follow) and
-blind spots (callers that could not be read, a change no caller reaches). The Map stage
-should call `explain`.
+On the LinkKind contract (selection.links.base): `reach(change, index)` gives the Outcome
+the Map stage composes; `explain(change, index)` gives its parts: the links, why nothing is
+reached (`no_effect`), a canary cause (`canary`: ATen/c10 core, or a reach too wide to
+follow) and blind spots (callers that could not be read, a change no caller reaches).
 
 Evidence, first hop to last, e.g. for `add_kernel` in native/cpu/BinaryOpsKernel.cpp:
     native/cpu/BinaryOpsKernel.cpp:REGISTER_DISPATCH(add_stub) registers add_kernel for add_stub (CPU)
@@ -37,7 +36,7 @@ from selection.cpp.native_index import (
 )
 from selection.cpp.reach import MAX_VISITED, reach_ops
 from selection.cpp.scan import definitions_by_scan
-from selection.links.base import Link, Reached, Target
+from selection.links.base import Link, Outcome, Target
 from selection.links.index import LinkIndex
 from selection.model import ChangeKind, CppChange
 from selection.native_yaml import NativeYamlError
@@ -50,7 +49,9 @@ CORE_CANARY = (
 
 
 @dataclass
-class CppReached(Reached):
+class CppReached:
+    links: list[Link] = field(default_factory=list)
+    no_effect: str = ""  # a reason, when the change reaches nothing by design
     canary: str = ""  # a canary cause, when the change is not mapped op by op
     blind_spots: list[str] = field(default_factory=list)
 
@@ -131,8 +132,18 @@ class CppLinks:
     def __init__(self, max_visited: int = MAX_VISITED) -> None:
         self.max_visited = max_visited
 
-    def reach(self, change: object, index: LinkIndex) -> list[Link]:
-        return self.explain(change, index).links
+    def reach(self, change: object, index: LinkIndex) -> Outcome:
+        if not isinstance(change, CppChange):
+            return Outcome()
+        found = self.explain(change, index)
+        links = [
+            Link(link.target, link.evidence, link.basis, ("derivative",))
+            if is_gradient_only(link)
+            else link
+            for link in found.links
+        ]
+        no_effect = f"{change.summary}: {found.no_effect}" if found.no_effect else ""
+        return Outcome(links, no_effect, found.canary, list(found.blind_spots), kind="cpp")
 
     def explain(self, change: object, index: LinkIndex) -> CppReached:
         if not isinstance(change, CppChange):

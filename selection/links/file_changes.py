@@ -48,4 +48,4 @@ class FileLinks:
         if subsystem is not None:
             return subsystem_outcome(subsystem, label, index)
         blind = f"{label}: not analysed (no link can be made from this kind of file)"
-        return Outcome(canary=blind, blind_spot=blind, kind="canary")
+        return Outcome(canary=blind, blind_spots=[blind], kind="canary")

@@ -144,7 +144,7 @@ class SymbolLinks:
             return Outcome(no_effect=f"{label}: no reused instance reaches it")
         aimed = module_reach(index, change.path)
         blind = f"{label}: linked to no reused test statically"
-        return Outcome(links=aimed, canary=blind, blind_spot=blind, kind="canary")
+        return Outcome(links=aimed, canary=blind, blind_spots=[blind], kind="canary")
 
     def _no_effect(self, change: SymbolChange) -> str:
         if change.other_device_only:
@@ -174,4 +174,4 @@ class SymbolLinks:
                 no_effect=f"{label}: module-level statements of a file no reused test imports"
             )
         blind = f"{label}: module-level statements of a module no reused test reaches statically"
-        return Outcome(canary=blind, blind_spot=blind, kind="canary")
+        return Outcome(canary=blind, blind_spots=[blind], kind="canary")

@@ -29,6 +29,7 @@ class DetectStage:
             "database_entries": len(changes.entries),
             "database_entries_other_device_only": sum(e.other_device_only for e in changes.entries),
             "native_entries": len(changes.native),
+            "cpp_definitions": len(changes.cpp),
             "templates": len(changes.templates),
             "unparseable_files": len(changes.unparseable),
         }

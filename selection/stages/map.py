@@ -3,6 +3,7 @@ the link kinds of selection.links)."""
 
 from __future__ import annotations
 
+from selection.links.cpp import release_cpp_blind_spot
 from selection.mapping import Mapper
 from selection.model import Candidate, StageReport
 from selection.stages.scope import reused_instances
@@ -23,6 +24,10 @@ class MapStage:
         state.mapped = result
         state.candidates = result.candidates
         state.blind_spots.extend(result.blind_spots)
+        if state.request.mode == "release":
+            cpp = release_cpp_blind_spot(index)
+            if cpp is not None:
+                state.blind_spots.append(cpp.text)
         for path, error in sorted(index.explorer.unparseable.items()):
             state.blind_spots.append(f"{path} could not be parsed for links: {error}")
         if state.request.widen == "full" and result.canaries:

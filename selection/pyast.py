@@ -14,7 +14,7 @@ import copy
 import hashlib
 from dataclasses import dataclass, field
 
-from selection.devices import guards_other_device, names_cpu_test_decorator, names_other_device
+from selection.devices import names_cpu_test_decorator, names_other_device
 
 MODULE_SYMBOL = "<module>"
 
@@ -59,7 +59,7 @@ def _is_docstring_setter(node: ast.Call) -> bool:
     return name in _DOCSTRING_SETTERS
 
 
-def _field_value(node: ast.AST, name: str, agnostic: bool, tests: bool) -> object:
+def _field_value(node: ast.AST, name: str) -> object:
     """A field as the behaviour comparison sees it (see _feed)."""
     value = getattr(node, name, None)
     if name == "body" and isinstance(node, _DEFINITIONS):
@@ -68,27 +68,17 @@ def _field_value(node: ast.AST, name: str, agnostic: bool, tests: bool) -> objec
         return None  # annotations describe types, they do not run
     if name == "args" and isinstance(node, ast.Call) and _is_docstring_setter(node):
         return list(value or [])[:1]  # add_docstr(fn, "..."): the text is documentation
-    if agnostic and name == "decorator_list":
-        return [d for d in value or [] if not decorator_other_device(d, tests)]
-    if (
-        agnostic
-        and name == "body"
-        and isinstance(node, ast.If)
-        and guards_other_device(node.test, tests)
-    ):
-        return []
     return value
 
 
-def _feed(node: object, out: list[str], agnostic: bool, tests: bool = False) -> None:
+def _feed(node: object, out: list[str]) -> None:
     """Serialize an AST like ast.dump (no positions), leaving out what does not change
-    behaviour -- docstrings, annotations, the text given to `add_docstr` -- and, when
-    `agnostic`, other-device decorators and the bodies of other-device `if` branches.
-    Does not copy or mutate the tree."""
+    behaviour: docstrings, annotations, the text given to `add_docstr`. Does not copy or
+    mutate the tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:
-            _feed(item, out, agnostic, tests)
+            _feed(item, out)
             out.append(",")
         out.append("]")
         return
@@ -100,12 +90,12 @@ def _feed(node: object, out: list[str], agnostic: bool, tests: bool = False) -> 
     for name in node._fields:
         out.append(name)
         out.append("=")
-        _feed(_field_value(node, name, agnostic, tests), out, agnostic, tests)
+        _feed(_field_value(node, name), out)
         out.append(",")
     out.append(")")
 
 
-def normalized_fingerprint(nodes: list[ast.AST], agnostic: bool, tests: bool = False) -> str:
+def normalized_fingerprint(nodes: list[ast.AST]) -> str:
     """A digest of what the nodes do. Import statements are compared as a set (their order
     is not behaviour the tests can see)."""
     digest = hashlib.sha1()
@@ -114,7 +104,7 @@ def normalized_fingerprint(nodes: list[ast.AST], agnostic: bool, tests: bool = F
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a bare string statement (module docstring) is documentation
         out: list[str] = []
-        _feed(node, out, agnostic, tests)
+        _feed(node, out)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append("".join(out))
         else:
@@ -144,9 +134,15 @@ class Symbol:
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
 
     def fingerprint(self, agnostic: bool = False, tests: bool = False) -> str:
+        """`agnostic`: of the code that can run on our device (selection.python.for_us)."""
         key = f"agnostic-{tests}" if agnostic else "full"
         if key not in self._cache:
-            self._cache[key] = normalized_fingerprint(self.nodes, agnostic, tests)
+            nodes = self.nodes
+            if agnostic:
+                from selection.python.for_us import for_us
+
+                nodes = for_us(self.nodes, tests)
+            self._cache[key] = normalized_fingerprint(nodes)
         return str(self._cache[key])
 
     @property

@@ -56,7 +56,9 @@ def callable_uses(entry: DbEntry, resolver: Resolver) -> Iterator[tuple[Target, 
     for name, fields in names:
         for field, dotted in _defaults(name, fields):
             for target in resolver.resolve_dotted(dotted):
-                how = f"{field} defaults to {dotted.removeprefix('torch.')}"
+                how = f"{field} defaults to {dotted}"
+                if target.kind == "aten":
+                    how += f", the C binding of aten::{target.name}"
                 if name != entry.name:
                     how += f" (alias {name!r})"
                 yield target, KIND, Step(entry.path, label, how)

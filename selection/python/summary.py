@@ -2,11 +2,9 @@
 
 A *use* is a dotted chain a symbol's code names in a way that runs it: a call
 (`F.gelu(x)`), a decorator, an argument (`sample_inputs_func=sample_inputs_foo`), a base
-class, or a plain reference (`fn = _refs.add`). Code that only runs on another device is
-left out (branches under `if torch.cuda.is_available():`, names assigned from such a test,
-other-device decorators and `DecorateInfo(..., device_type="cuda")`), and so are nested
-functions only that code calls: a helper reached only through another device's path
-reaches nothing here.
+class, or a plain reference (`fn = _refs.add`). Uses are collected from the code that can
+run on our device (selection.python.for_us): a helper reached only through another
+device's path reaches nothing here.
 """
 
 from __future__ import annotations
@@ -14,13 +12,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from selection.devices import (
-    device_types_of,
-    guards_other_device,
-    is_other_device_only,
-    names_cpu_test_decorator,
-    names_other_device,
-)
 from selection.links.registrations import (
     Registration,
     is_registration_module,
@@ -28,6 +19,7 @@ from selection.links.registrations import (
 )
 from selection.pyast import MODULE_SYMBOL, module_symbols
 from selection.python.chains import Chain, chain_of
+from selection.python.for_us import for_us, has_other_device_code
 from selection.python.names import ModuleNames
 
 # Builtins that only read what they are given (a class passed to them is not constructed).
@@ -154,59 +146,20 @@ def _literal_strings(node: ast.expr) -> tuple[str, ...] | None:
     return None
 
 
-def _decorator_other_device(node: ast.expr, tests: bool) -> bool:
-    target = node.func if isinstance(node, ast.Call) else node
-    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-    if tests and names_cpu_test_decorator(name):
-        return True
-    return any(names_other_device(part) for part in chain_of(target))
-
-
-def decorate_info_other_device(node: ast.Call, tests: bool = True) -> bool:
-    """`DecorateInfo(..., device_type="cuda")`, or one whose decorator or `active_if` is
-    another device's: it never applies to our test class."""
-    kwargs = {k.arg: k.value for k in node.keywords if k.arg}
-    if is_other_device_only(device_types_of(kwargs.get("device_type")), tests):
-        return True
-    decorator = node.args[0] if node.args else kwargs.get("decorators")
-    if decorator is not None and _decorator_other_device(decorator, tests):
-        return True
-    active_if = kwargs.get("active_if")
-    return active_if is not None and guards_other_device(active_if, tests)
-
-
-def _is_decorate_info(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return name == "DecorateInfo"
-
-
 class _UseCollector:
-    """Walks one symbol's nodes, collecting uses and skipping other-device code."""
+    """Walks the code of one symbol that can run here (selection.python.for_us), collecting
+    uses; only symbols with another device's code are copied and filtered."""
 
     def __init__(self, tests: bool) -> None:
         self.tests = tests
         self.uses: list[Use] = []
-        self._guards: set[str] = set()  # local names holding an other-device condition
 
     def collect(self, node: ast.AST) -> None:
-        self._visit(node, "reference")
-        self._drop_unused_nested(node)
+        nodes = for_us([node], self.tests) if has_other_device_code(node, self.tests) else [node]
+        for item in nodes:
+            self._visit(item, "reference")
 
     def _visit(self, node: ast.AST, how: str) -> None:
-        if isinstance(node, ast.If) and self._other_device_test(node.test):
-            for stmt in node.orelse:
-                self._visit(stmt, "reference")
-            return
-        if isinstance(node, ast.IfExp) and self._other_device_test(node.test):
-            self._visit(node.orelse, how)
-            return
-        if isinstance(node, ast.Assign) and self._other_device_test(node.value):
-            self._guards.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        if _is_decorate_info(node) and decorate_info_other_device(node, self.tests):  # type: ignore[arg-type]
-            return
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self._definition(node)
             return
@@ -229,8 +182,7 @@ class _UseCollector:
 
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         for deco in node.decorator_list:
-            if not _decorator_other_device(deco, self.tests):
-                self._visit(deco, "decorator")
+            self._visit(deco, "decorator")
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 self._visit(base, "base")
@@ -240,37 +192,6 @@ class _UseCollector:
                     self._visit(default, "argument")
         for stmt in node.body:
             self._visit(stmt, "reference")
-
-    def _other_device_test(self, test: ast.expr) -> bool:
-        if guards_other_device(test, self.tests):
-            return True
-        if isinstance(test, ast.Name) and test.id in self._guards:
-            return True
-        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-            return any(self._other_device_test(v) for v in test.values)
-        return False
-
-    def _drop_unused_nested(self, node: ast.AST) -> None:
-        """Nested functions that the remaining (our-device) code never names were reachable
-        only from other-device code: what they use is not a use of ours."""
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return
-        nested = {
-            n.name: n
-            for n in ast.walk(node)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not node
-        }
-        if not nested:
-            return
-        dead_lines: set[int] = set()
-        while True:  # a nested function named only by dead ones is dead too
-            named = {u.chain[0] for u in self.uses if u.line not in dead_lines}
-            dead = [n for name, n in nested.items() if name not in named]
-            lines = {line for n in dead for line in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
-            if lines <= dead_lines:
-                break
-            dead_lines |= lines
-        self.uses = [u for u in self.uses if u.line not in dead_lines]
 
 
 def is_test_code(path: str) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 # Bump whenever what is cached (or how it is computed) changes.
-ANALYSIS_VERSION = "links-1"
+ANALYSIS_VERSION = "links-2"
 
 
 class AnalysisCache:

@@ -1,0 +1,168 @@
+"""Each kind of link, over real git commits of an upstream-shaped repository with library
+code (tests/support/upstream_library.py): what an edit reaches, with which evidence, and
+what it must not reach."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selection.model import Cause
+from selection.pipeline import SelectOptions, prepare, run_pipeline
+from selection.state import PipelineState
+from tests.support.upstream_library import add_library
+from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+
+DB = f"{INTERNAL}/common_methods_invocations.py"
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[UpstreamRepo, Path]:
+    upstream = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    _, manifest_text = add_library(upstream, MANIFEST)
+    manifest = tmp_path_factory.mktemp("manifests") / "manifest.yaml"
+    manifest.write_text(manifest_text.lstrip("\n"), encoding="utf-8")
+    return upstream, manifest
+
+
+def select(library: tuple[UpstreamRepo, Path], head: str, tmp_path: Path) -> PipelineState:
+    upstream, manifest = library
+    options = SelectOptions(
+        from_=upstream.base,
+        to=head,
+        pytorch_repo=upstream.path,
+        manifests=[manifest],
+        cache=tmp_path / "cache",
+    )
+    request, _ = prepare(options)
+    return run_pipeline(request)
+
+
+def selected(state: PipelineState) -> set[str]:
+    return {c.instance.name for c in state.candidates.values()}
+
+
+def map_causes(state: PipelineState) -> list[Cause]:
+    return [c for cand in state.candidates.values() for c in cand.causes if c.stage == "map"]
+
+
+def edit(library: tuple[UpstreamRepo, Path], path: str, old: str, new: str) -> str:
+    return library[0].change(path, old, new)
+
+
+def test_a_decomposition_helper_reaches_the_op_it_is_registered_for_with_its_evidence(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    head = edit(library, "torch/_decomp/decompositions.py", "x * 0.5", "x / 2")
+    state = select(library, head, tmp_path)
+    assert selected(state) == {"test_out_mul_spyre_float16", "test_out_mul_spyre_float32"}
+    [cause] = {c for c in map_causes(state)}
+    assert cause.basis == "static"
+    assert cause.evidence == (
+        "torch/_decomp/decompositions.py:_halve modified",
+        "torch/_decomp/decompositions.py:mul calls _halve (line 13)",
+        "torch/_decomp/decompositions.py:mul @register_decomposition(aten.mul.Tensor) (line 11)",
+        f"{DB}:OpInfo('mul') op defaults to torch.mul, the C binding of aten::mul",
+    )
+
+
+def test_a_meta_kernel_reaches_the_op_of_every_overload_it_is_registered_for(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    head = edit(library, "torch/_meta_registrations.py", "a.new_empty(a.shape)", "a.new_empty(a.size())")
+    state = select(library, head, tmp_path)
+    assert selected(state) == {"test_out_add_spyre_float16", "test_out_add_spyre_float32"}
+    assert any(
+        "@register_meta([aten.add.Tensor, aten.add.out])" in step
+        for c in map_causes(state)
+        for step in c.evidence
+    )
+
+
+def test_a_python_reference_reaches_its_op_through_the_name_its_factory_infers(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    head = edit(library, "torch/_refs/__init__.py", "torch.where(a < 0, -a, a)", "torch.where(a <= 0, -a, a)")
+    state = select(library, head, tmp_path)
+    assert selected(state) == {
+        "test_out_abs_spyre_float32",
+        "test_unary_abs_spyre_float32",
+    }  # abs is float32-only here (floating_types()); float64 is outside the device's dtypes
+    evidence = [s for c in map_causes(state) for s in c.evidence]
+    assert any("aten_op inferred from the name" in s for s in evidence)
+
+
+def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_name(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    head = edit(library, "torch/nn/functional.py", "torch.clamp(input, min_val, max_val)", "torch.clamp(input, max_val, min_val)")
+    state = select(library, head, tmp_path)
+    names = selected(state)
+    assert {"test_out_nn_functional_relu6_spyre_float16", "test_unary_nn_functional_relu6_spyre_float32"} <= names
+    assert all("relu6" in n for n in names)
+    assert any(
+        "torch/nn/functional.py:relu6 calls hardtanh" in s
+        for c in map_causes(state)
+        for s in c.evidence
+    )
+
+
+def test_code_only_another_device_runs_reaches_nothing_and_says_why(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    fused = edit(library, "torch/nn/functional.py", "def _fused_cuda_silu(input):\n    return input", "def _fused_cuda_silu(input):\n    return input * 2")
+    state = select(library, fused, tmp_path)
+    assert state.candidates == {}
+    assert state.mapped is not None
+    assert any("_fused_cuda_silu" in n and "another device" in n for n in state.mapped.no_effect)
+    nested = edit(library, f"{INTERNAL}/common_cuda.py", "        return function_call()", "        return function_call() or True")
+    state = select(library, nested, tmp_path)
+    assert state.candidates == {}  # `disabled` only runs under `if cond:`, a CUDA condition
+    wrapper = edit(library, f"{INTERNAL}/common_cuda.py", "            return f(self, *args, **kwargs)\n        return wrapped", "            f(self, *args, **kwargs)\n        return wrapped")
+    state = select(library, wrapper, tmp_path)
+    assert selected(state) == {"test_fast_math_spyre_float16", "test_fast_math_spyre_float32"}
+
+
+def test_edits_without_behaviour_select_nothing_and_carry_their_reason(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    upstream = library[0]
+    upstream.reset()
+    upstream.edit("torch/nn/functional.py", '"""Sigmoid-weighted linear unit."""', '"""SiLU: x * sigmoid(x)."""')
+    upstream.edit("torch/nn/functional.py", "def relu(input):", "def relu(input: torch.Tensor) -> torch.Tensor:  # typed")
+    upstream.edit("torch/version.py", "abc1234", "def5678")
+    upstream.edit(f"{INTERNAL}/common_utils.py", "import unittest\n", "import unittest  # the runner\n")
+    head = upstream.commit("docs, annotations, version, comments")
+    state = select(library, head, tmp_path)
+    assert state.candidates == {}
+    assert state.mapped is not None
+    reasons = sorted(state.mapped.no_effect)
+    assert reasons == [
+        "torch/nn/functional.py modified: no behaviour change (comments, docstrings, annotations, formatting or import order)",
+        f"{INTERNAL}/common_utils.py modified: no behaviour change (comments, docstrings, annotations, formatting or import order)",
+        "torch/version.py: git_version modified: version metadata (__version__, git_version)",
+    ]
+
+
+def test_a_cpu_or_meta_decoration_is_another_device_s_for_a_privateuse1_device(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    old = 'DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="mps"),'
+    head = edit(library, DB, old, old + '\n            DecorateInfo(unittest.skip("slow"), "TestCommon", "test_out", device_type="cpu"),\n            DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="meta"),')
+    state = select(library, head, tmp_path)
+    assert state.candidates == {}
+    assert state.mapped is not None
+    assert any("'add'" in n and "other-device" in n for n in state.mapped.no_effect)
+
+
+def test_a_helper_only_an_unimported_module_uses_reaches_nothing(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    head = edit(library, f"{INTERNAL}/common_utils.py", "return value * 0.5", "return value * 0.25")
+    state = select(library, head, tmp_path)
+    assert state.candidates == {}
+    assert state.mapped is not None
+    assert state.mapped.no_effect == [
+        f"{INTERNAL}/common_utils.py: shrink_tolerance modified: no reused instance reaches it"
+    ]

@@ -72,7 +72,11 @@ class _ForUs(ast.NodeTransformer):
 
     def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
         if self.other_device(node.test):
-            return [self.visit(s) for s in node.orelse] or [ast.Pass()]
+            kept: list[ast.stmt] = []
+            for stmt in node.orelse:
+                result = self.visit(stmt)
+                kept.extend(result if isinstance(result, list) else [result])
+            return kept or [ast.Pass()]
         return self.generic_visit(node)
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
@@ -121,7 +125,8 @@ def _drop_dead_nested(root: ast.AST) -> None:
         nested = [
             (parent, child)
             for parent in ast.walk(root)
-            for child in getattr(parent, "body", [])
+            if isinstance(getattr(parent, "body", None), list)
+            for child in parent.body  # type: ignore[attr-defined]
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
         dead = [

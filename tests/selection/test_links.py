@@ -70,7 +70,9 @@ def test_a_decomposition_helper_reaches_the_op_it_is_registered_for_with_its_evi
 def test_a_meta_kernel_reaches_the_op_of_every_overload_it_is_registered_for(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
-    head = edit(library, "torch/_meta_registrations.py", "a.new_empty(a.shape)", "a.new_empty(a.size())")
+    head = edit(
+        library, "torch/_meta_registrations.py", "a.new_empty(a.shape)", "a.new_empty(a.size())"
+    )
     state = select(library, head, tmp_path)
     assert selected(state) == {"test_out_add_spyre_float16", "test_out_add_spyre_float32"}
     assert any(
@@ -83,7 +85,12 @@ def test_a_meta_kernel_reaches_the_op_of_every_overload_it_is_registered_for(
 def test_a_python_reference_reaches_its_op_through_the_name_its_factory_infers(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
-    head = edit(library, "torch/_refs/__init__.py", "torch.where(a < 0, -a, a)", "torch.where(a <= 0, -a, a)")
+    head = edit(
+        library,
+        "torch/_refs/__init__.py",
+        "torch.where(a < 0, -a, a)",
+        "torch.where(a <= 0, -a, a)",
+    )
     state = select(library, head, tmp_path)
     assert selected(state) == {
         "test_out_abs_spyre_float32",
@@ -96,10 +103,18 @@ def test_a_python_reference_reaches_its_op_through_the_name_its_factory_infers(
 def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_name(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
-    head = edit(library, "torch/nn/functional.py", "torch.clamp(input, min_val, max_val)", "torch.clamp(input, max_val, min_val)")
+    head = edit(
+        library,
+        "torch/nn/functional.py",
+        "torch.clamp(input, min_val, max_val)",
+        "torch.clamp(input, max_val, min_val)",
+    )
     state = select(library, head, tmp_path)
     names = selected(state)
-    assert {"test_out_nn_functional_relu6_spyre_float16", "test_unary_nn_functional_relu6_spyre_float32"} <= names
+    assert {
+        "test_out_nn_functional_relu6_spyre_float16",
+        "test_unary_nn_functional_relu6_spyre_float32",
+    } <= names
     assert all("relu6" in n for n in names)
     assert any(
         "torch/nn/functional.py:relu6 calls hardtanh" in s
@@ -111,15 +126,30 @@ def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_na
 def test_code_only_another_device_runs_reaches_nothing_and_says_why(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
-    fused = edit(library, "torch/nn/functional.py", "def _fused_cuda_silu(input):\n    return input", "def _fused_cuda_silu(input):\n    return input * 2")
+    fused = edit(
+        library,
+        "torch/nn/functional.py",
+        "def _fused_cuda_silu(input):\n    return input",
+        "def _fused_cuda_silu(input):\n    return input * 2",
+    )
     state = select(library, fused, tmp_path)
     assert state.candidates == {}
     assert state.mapped is not None
     assert any("_fused_cuda_silu" in n and "another device" in n for n in state.mapped.no_effect)
-    nested = edit(library, f"{INTERNAL}/common_cuda.py", "        return function_call()", "        return function_call() or True")
+    nested = edit(
+        library,
+        f"{INTERNAL}/common_cuda.py",
+        "        return function_call()",
+        "        return function_call() or True",
+    )
     state = select(library, nested, tmp_path)
     assert state.candidates == {}  # `disabled` only runs under `if cond:`, a CUDA condition
-    wrapper = edit(library, f"{INTERNAL}/common_cuda.py", "            return f(self, *args, **kwargs)\n        return wrapped", "            f(self, *args, **kwargs)\n        return wrapped")
+    wrapper = edit(
+        library,
+        f"{INTERNAL}/common_cuda.py",
+        "            return f(self, *args, **kwargs)\n        return wrapped",
+        "            f(self, *args, **kwargs)\n        return wrapped",
+    )
     state = select(library, wrapper, tmp_path)
     assert selected(state) == {"test_fast_math_spyre_float16", "test_fast_math_spyre_float32"}
 
@@ -129,10 +159,20 @@ def test_edits_without_behaviour_select_nothing_and_carry_their_reason(
 ) -> None:
     upstream = library[0]
     upstream.reset()
-    upstream.edit("torch/nn/functional.py", '"""Sigmoid-weighted linear unit."""', '"""SiLU: x * sigmoid(x)."""')
-    upstream.edit("torch/nn/functional.py", "def relu(input):", "def relu(input: torch.Tensor) -> torch.Tensor:  # typed")
+    upstream.edit(
+        "torch/nn/functional.py",
+        '"""Sigmoid-weighted linear unit."""',
+        '"""SiLU: x * sigmoid(x)."""',
+    )
+    upstream.edit(
+        "torch/nn/functional.py",
+        "def relu(input):",
+        "def relu(input: torch.Tensor) -> torch.Tensor:  # typed",
+    )
     upstream.edit("torch/version.py", "abc1234", "def5678")
-    upstream.edit(f"{INTERNAL}/common_utils.py", "import unittest\n", "import unittest  # the runner\n")
+    upstream.edit(
+        f"{INTERNAL}/common_utils.py", "import unittest\n", "import unittest  # the runner\n"
+    )
     head = upstream.commit("docs, annotations, version, comments")
     state = select(library, head, tmp_path)
     assert state.candidates == {}
@@ -149,7 +189,13 @@ def test_a_cpu_or_meta_decoration_is_another_device_s_for_a_privateuse1_device(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
     old = 'DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="mps"),'
-    head = edit(library, DB, old, old + '\n            DecorateInfo(unittest.skip("slow"), "TestCommon", "test_out", device_type="cpu"),\n            DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="meta"),')
+    head = edit(
+        library,
+        DB,
+        old,
+        old
+        + '\n            DecorateInfo(unittest.skip("slow"), "TestCommon", "test_out", device_type="cpu"),\n            DecorateInfo(unittest.expectedFailure, "TestCommon", "test_out", device_type="meta"),',
+    )
     state = select(library, head, tmp_path)
     assert state.candidates == {}
     assert state.mapped is not None

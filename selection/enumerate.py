@@ -91,8 +91,11 @@ def _enumerate_modules(
     for key in resolved.keys:
         entry = db.entries[key]
         dtypes = db.supported_dtypes(entry, device.name)
-        if dtypes is None:
+        if dtypes is None:  # not evaluable statically: the module as a whole, never lost
             exact = False
+            name = f"{template.method}_{entry.formatted_name}_*"
+            inst = _instance(template, device, name, entry.full_name, None, entry.variant)
+            out.append(replace(inst, database="moduleinfo"))
             continue
         chosen = (
             set(dtypes) & set(template.allowed_dtypes)

@@ -38,7 +38,8 @@ TEMPLATES = textwrap.dedent(f"""
     _float_ops = partial(ops, dtypes=OpDTypes.supported, allowed_dtypes=(torch.float, torch.cfloat))
 
     _chosen = [op for op in op_db if op.name in {CHOSEN}]
-    _modules = [m for m in module_db if m.name in ("nn.Linear", "nn.Dropout", "nn.BatchNorm2d", "nn.GELU")]
+    # CrossEntropyLoss and GroupNorm: dtypes from get_all_fp_dtypes(include_half=..., ...)
+    _modules = [m for m in module_db if m.name in ("nn.Linear", "nn.Dropout", "nn.BatchNorm2d", "nn.GELU", "nn.CrossEntropyLoss", "nn.GroupNorm")]
 
 
     class TestEnum(TestCase):

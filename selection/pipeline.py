@@ -25,7 +25,7 @@ from selection.sources.release_tests import (
     ReleaseTestSource,
     ReleaseTestsUnavailable,
     ensure_tests,
-    release_tag,
+    version_tag,
 )
 from selection.sources.tree import DirTree, GitTree, OverlayTree, SourceTree, changed_paths
 from selection.sources.versions import available_versions, choose_release, looks_like_version
@@ -135,7 +135,7 @@ def _with_tests(
         note(message)
         extra.append(message)
         return revisions
-    extra.extend(f"torch {v}: test/ from {source.remote} tag {release_tag(v)}" for v in versions)
+    extra.extend(f"torch {v}: test/ from {source.remote} tag {version_tag(v)}" for v in versions)
     return with_tests
 
 

@@ -50,7 +50,7 @@ class FetchedTests:
     tag: str
 
 
-def release_tag(version: str) -> str:
+def version_tag(version: str) -> str:
     return f"v{version}"
 
 
@@ -80,7 +80,7 @@ def _git(repo: git.Repo, deadline: float, *args: str) -> str:
 def fetch_tests(remote: str, version: str, scratch_parent: Path, timeout: float) -> FetchedTests:
     """A sparse checkout of `test/` at the release tag, in a new directory under
     `scratch_parent`. Raises ReleaseTestsUnavailable (the directory is then already removed)."""
-    tag = release_tag(version)
+    tag = version_tag(version)
     scratch_parent.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix=f"tests-{version}-", dir=scratch_parent))
     deadline = time.monotonic() + timeout

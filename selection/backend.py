@@ -23,6 +23,7 @@ from test_manifests import (
 from test_manifests import TestInstance as ManifestInstance
 from test_manifests.decisions import Resolution
 from test_manifests.merge import merge_manifests
+from test_manifests.rules import listed_entries, matching_file
 
 SHIPPED_MANIFESTS = Path(test_manifests.__file__).with_name("manifests")
 _REGEX_CHARS = set("*+?[]()|^$\\{}")
@@ -77,6 +78,20 @@ class BackendScope:
                     else:
                         patterns.append(f"{path}: {name}")
         return list(dict.fromkeys(exact)), patterns
+
+    def included_dtypes(self, file: str, test_class: str, method: str) -> tuple[str, ...]:
+        """`edits.dtypes.include` of the entries naming a template: the runner generates
+        these dtypes even where upstream would not (a float16-first device adds float16 to
+        upstream's float32-only templates), so they are instances too."""
+        found = matching_file(self.manifest, file)
+        if found is None:
+            return ()
+        names = {
+            item.name
+            for _, test in listed_entries(found[1], test_class, method)
+            for item in test.edits.dtypes.include
+        }
+        return tuple(sorted(names))
 
     def supported_ops(self) -> set[str] | None:
         ops = self.manifest.suite.global_.supported_ops

@@ -32,6 +32,7 @@ from rich.progress import (
 
 from selection.enumerate import DeviceProfile
 from selection.errors import EXIT_EMPTY, EXIT_SELECTED, BadInput, SelectionError
+from selection.sources.release_tests import DEFAULT_REMOTE, DEFAULT_TIMEOUT, ReleaseTestSource
 
 
 def default_cache() -> Path:
@@ -147,6 +148,30 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
     "--pytorch-src",
     type=click.Path(path_type=Path, file_okay=False),
     help="A PyTorch source tree with test/ (exact template enumeration).",
+)
+@click.option(
+    "--tests-remote",
+    envvar="SPYRE_CI_TESTS_REMOTE",
+    default=DEFAULT_REMOTE,
+    show_default=True,
+    metavar="URL",
+    help="Release mode: git remote whose v<version> tags give the release's test/ tree "
+    "(shallow, sparse; $SPYRE_CI_TESTS_REMOTE).",
+)
+@click.option(
+    "--fetch-tests/--no-fetch-tests",
+    envvar="SPYRE_CI_FETCH_TESTS",
+    default=True,
+    show_default=True,
+    help="Release mode: fetch the releases' test/ trees for exact ids ($SPYRE_CI_FETCH_TESTS=0: off).",
+)
+@click.option(
+    "--tests-timeout",
+    type=click.FloatRange(1, 3600),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Bound on each release test/ fetch; on failure ids are assumed.",
 )
 @click.option(
     "--manifest",
@@ -266,6 +291,9 @@ def _select(kw: dict[str, Any], console: Console) -> int:
         disabled=list(kw["disabled"]),
         device=DeviceProfile(kw["device_name"], kw["device_class_suffix"]),
         capabilities=kw["capabilities"],
+        tests=ReleaseTestSource(
+            kw["tests_remote"] if kw["fetch_tests"] else None, kw["tests_timeout"]
+        ),
     )
     llm = {
         "url": kw["llm_url"],

@@ -117,6 +117,8 @@ class DtypeEvaluator:
             return self._sequence(ast.Tuple(elts=args), env, depth + 1)
         if name == "custom_types":
             return self._sequence(ast.Tuple(elts=list(node.args)), env, depth + 1)
+        if name == "get_all_fp_dtypes":
+            return _all_fp_dtypes(node)
         function = self._functions.get(name or "")
         if function is None:
             return None
@@ -154,3 +156,16 @@ class DtypeEvaluator:
         ast.Call: _call,
         ast.Starred: _starred,
     }
+
+
+def _all_fp_dtypes(call: ast.Call) -> DtypeTuple | None:
+    """common_dtype.get_all_fp_dtypes(include_half=True, include_bfloat16=True), whose body
+    appends conditionally (not a single return the evaluator can read)."""
+    flags = {"include_half": True, "include_bfloat16": True}
+    given = [*zip(flags, call.args, strict=False), *((k.arg, k.value) for k in call.keywords)]
+    for name, value in given:
+        if name not in flags or not isinstance(value, ast.Constant):
+            return None
+        flags[name] = bool(value.value)
+    extra = ("float16",) * flags["include_half"] + ("bfloat16",) * flags["include_bfloat16"]
+    return ("float32", "float64", *extra)

@@ -91,8 +91,11 @@ def _enumerate_modules(
     for key in resolved.keys:
         entry = db.entries[key]
         dtypes = db.supported_dtypes(entry, device.name)
-        if dtypes is None:
+        if dtypes is None:  # not evaluable statically: the module as a whole, never lost
             exact = False
+            name = f"{template.method}_{entry.formatted_name}_*"
+            inst = _instance(template, device, name, entry.full_name, None, entry.variant)
+            out.append(replace(inst, database="moduleinfo"))
             continue
         chosen = (
             set(dtypes) & set(template.allowed_dtypes)
@@ -147,11 +150,28 @@ def enumerate_template(
     """(instances, exact) for one template."""
     if not template.instantiated:
         return [], True
+    if not template.per_device:
+        return _enumerate_unbound(template), template.exact
     if not template.exact:
         return [wildcard_instance(template, device)], False
     if template.op_list is not None:
         return _enumerate_ops(template, db, device, local_names or {})
     return _enumerate_plain(template, device), True
+
+
+def _enumerate_unbound(template: Template) -> list[TestInstance]:
+    """A plain TestCase's method, collected as `Class::method[_<param>]` (no device suffix:
+    pytest runs it in the backend's process, on the tensors it makes itself)."""
+    if not template.exact:
+        names = [f"{template.method}*"]
+    else:
+        names = [
+            f"{template.method}_{p}" if p else template.method for p in template.params or [""]
+        ]
+    return [
+        TestInstance(template.file, template.test_class, template.test_class, template.method, n)
+        for n in names
+    ]
 
 
 def _enumerate_plain(template: Template, device: DeviceProfile) -> list[TestInstance]:
@@ -203,3 +223,32 @@ def _enumerate_ops(
                 seen.add(name)
                 out.append(_instance(template, device, name, entry.full_name, dtype, entry.variant))
     return out, exact
+
+
+def included_dtype_instances(
+    template: Template,
+    db: OpDatabase,
+    device: DeviceProfile,
+    dtypes: tuple[str, ...],
+    local_names: dict | None = None,
+) -> list[TestInstance]:
+    """The variants a manifest's `edits.dtypes.include` adds to a template, as the runner
+    generates them (test_manifests.parametrizers): every op of an `@ops` template (unless
+    it takes no dtype) gets each included dtype, a single-dtype `@dtypes` template gets one
+    variant per included dtype. Callers drop the names upstream already generates."""
+    if not dtypes or not template.instantiated or not template.per_device or not template.exact:
+        return []
+    widened = replace(template)
+    if template.op_list is not None and template.database == "opinfo":
+        if template.opinfo_dtypes == "none":
+            return []
+        widened.opinfo_dtypes, widened.explicit_dtypes = "explicit", dtypes
+        widened.allowed_dtypes = None
+    elif template.op_list is None and template.plain_dtypes is not None:
+        if any(len(variant) != 1 for variant in template.plain_dtypes):
+            return []
+        widened.plain_dtypes = tuple((d,) for d in dtypes)
+    else:
+        return []
+    instances, _ = enumerate_template(widened, db, device, local_names)
+    return instances

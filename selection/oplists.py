@@ -31,6 +31,7 @@ FIELD_DEFAULTS: dict[str, object] = {
     "is_factory_function": False,
     "supports_expanded_weight": False,
     "supports_njt": False,
+    "domain": (None, None),  # UnaryUfuncInfo: no domain restriction
 }
 
 # all dtypes of get_all_dtypes(include_qint=False): ForeachFuncInfo sets exactly these.
@@ -318,6 +319,13 @@ class _Predicate:
     def _value(self, node: ast.expr) -> object:
         if isinstance(node, ast.Constant):
             return node.value
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+            and isinstance(node.operand.value, (int, float))
+        ):
+            return -node.operand.value
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             values = [self._value(e) for e in node.elts]
             return _UNKNOWN if _UNKNOWN in values else tuple(values)
@@ -340,11 +348,7 @@ class _Predicate:
         if name == "aten_name":
             return self.entry.aten_name
         if name in self.entry.field_nodes:
-            return (
-                _const(self.entry.field_nodes[name])
-                if isinstance(self.entry.field_nodes[name], ast.Constant)
-                else _UNKNOWN
-            )
+            return self._value(self.entry.field_nodes[name])  # literals only, else unknown
         if name in ("ref",):
             return None
         return FIELD_DEFAULTS.get(name, _UNKNOWN)

@@ -23,6 +23,12 @@ from selection.model import Revision
 from selection.sources import repo as repo_source
 from selection.sources.analysis_cache import AnalysisCache
 from selection.sources.mirror import Mirror
+from selection.sources.release_tests import (
+    ReleaseTestSource,
+    ReleaseTestsUnavailable,
+    ensure_tests,
+    version_tag,
+)
 from selection.sources.tree import DirTree, GitTree, OverlayTree, SourceTree, changed_paths
 from selection.sources.versions import available_versions, choose_release, looks_like_version
 from selection.sources.wheels import Progress
@@ -47,6 +53,7 @@ class SelectOptions:
     device: DeviceProfile = field(default_factory=lambda: DeviceProfile("spyre", "SPYRE"))
     capabilities: Path | None = None  # default: the shipped capability file
     available_versions: Callable[[], list[str]] = available_versions
+    tests: ReleaseTestSource = field(default_factory=ReleaseTestSource)  # release test/ trees
 
 
 def _conflicts(options: SelectOptions) -> list[str]:
@@ -87,17 +94,51 @@ def _mode(options: SelectOptions) -> str:
 
 
 def _releases(
-    options: SelectOptions, specs: list[str], progress: Progress | None, note: Callable[[str], None]
+    options: SelectOptions,
+    specs: list[str],
+    progress: Progress | None,
+    note: Callable[[str], None],
+    extra: list[str],
 ) -> tuple[git.Repo, list[Revision]]:
     available = options.available_versions()
     mirror = Mirror(options.cache)
-    revisions = []
+    versions, revisions = [], []
     for spec in specs:
         version = choose_release(spec, available)
         note(f"torch {spec} -> {version}" + ("" if version == spec else " (newest patch release)"))
-        revision = mirror.ensure(version, progress)
-        revisions.append(Revision(spec, revision.sha, revision.version, revision.upstream_sha))
-    return mirror.repo, revisions
+        versions.append(version)
+        revisions.append(mirror.ensure(version, progress))
+    if options.pytorch_src is None:  # --pytorch-src overrides the release's own test/
+        revisions = _with_tests(mirror, versions, revisions, options.tests, note, extra)
+    labelled = [
+        Revision(spec, r.sha, r.version, r.upstream_sha)
+        for spec, r in zip(specs, revisions, strict=True)
+    ]
+    return mirror.repo, labelled
+
+
+def _with_tests(
+    mirror: Mirror,
+    versions: list[str],
+    revisions: list[Revision],
+    source: ReleaseTestSource,
+    note: Callable[[str], None],
+    extra: list[str],
+) -> list[Revision]:
+    """The releases with their test/ trees, for every release or for none (a test/ on one
+    side only would read as every template added or removed)."""
+    if source.remote is None:
+        extra.append("release test/ trees: not fetched (turned off); test ids are assumed")
+        return revisions
+    try:
+        with_tests = [ensure_tests(mirror, v, source, note) for v in versions]
+    except ReleaseTestsUnavailable as exc:
+        message = f"release test/ trees not fetched ({exc}); test ids are assumed"
+        note(message)
+        extra.append(message)
+        return revisions
+    extra.extend(f"torch {v}: test/ from {source.remote} tag {version_tag(v)}" for v in versions)
+    return with_tests
 
 
 def _trees(
@@ -121,7 +162,7 @@ def prepare(
     extra: list[str] = []
     if mode == "release":
         repo, (base, head) = _releases(
-            options, [options.from_ or "", options.to or ""], progress, note
+            options, [options.from_ or "", options.to or ""], progress, note, extra
         )
     elif mode == "range":
         repo = repo_source.open_repo(options.pytorch_repo)  # type: ignore[arg-type]
@@ -135,7 +176,7 @@ def prepare(
             repo = repo_source.open_repo(options.pytorch_repo)
             base = repo_source.resolve_ref(repo, options.from_ or "HEAD")
         elif options.from_ and looks_like_version(options.from_):
-            repo, (base,) = _releases(options, [options.from_], progress, note)
+            repo, (base,) = _releases(options, [options.from_], progress, note, extra)
         else:
             raise BadInput(
                 "--diff needs a base: --pytorch-repo PATH [--from REF] or --from VERSION"

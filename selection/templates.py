@@ -44,6 +44,9 @@ class Template:
     train_eval: str = "train_and_eval"  # @modules(train_eval_mode=TrainEvalMode.<this>)
     exact: bool = True
     skipped_reason: str = ""  # e.g. "@onlyCUDA" when upstream skips it for our device
+    # False: a method of a plain TestCase (test_torch.py's TestTorch) that is not instantiated
+    # per device; it runs as `Class::method` in the backend's process, on no device of its own.
+    per_device: bool = True
     seen: bool = True  # False: assumed from a manifest, the body was not available
     symbol: Symbol | None = None
     refs: frozenset[str] = frozenset()
@@ -146,8 +149,53 @@ def _dtype_variants(
     return tuple(variants)
 
 
-def _apply_decorator(template: Template, deco: ast.expr, dtype_eval: DtypeEvaluator) -> None:
+def _parametrize_aliases(tree: ast.Module) -> frozenset[str]:
+    """Names `parametrize` goes by in a file (test_nn.py imports it `as parametrize_test`)."""
+    names = {"parametrize"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.name == "parametrize" and a.asname)
+    return frozenset(names)
+
+
+def _partial_aliases(tree: ast.Module) -> dict[str, ast.Call]:
+    """Module-level `name = partial(ops, **fixed)` (test_ops.py's `_variant_ops`): the
+    decorator `@name(op_list)` is `@ops(op_list, **fixed)`."""
+    found: dict[str, ast.Call] = {}
+    for stmt in tree.body:
+        value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else None
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(target, ast.Name)
+            and _call_name(value) == "partial"
+            and value.args
+            and _call_name(value.args[0]) in OPS_DECORATORS
+        ):
+            found[target.id] = value
+    return found
+
+
+def _expand_alias(deco: ast.expr, aliases: dict[str, ast.Call]) -> ast.expr:
+    if not isinstance(deco, ast.Call) or _call_name(deco) not in aliases:
+        return deco
+    alias = aliases[_call_name(deco)]
+    return ast.Call(
+        func=alias.args[0],
+        args=[*alias.args[1:], *deco.args],
+        keywords=[*alias.keywords, *deco.keywords],
+    )
+
+
+def _apply_decorator(
+    template: Template,
+    deco: ast.expr,
+    dtype_eval: DtypeEvaluator,
+    parametrize: frozenset[str] = frozenset({"parametrize"}),
+) -> None:
     name = _call_name(deco)
+    if name in parametrize:
+        name = "parametrize"
     call = deco if isinstance(deco, ast.Call) else None
     if name in OPS_DECORATORS and call is not None and call.args:
         template.op_list = call.args[0]
@@ -185,15 +233,54 @@ def _apply_decorator(template: Template, deco: ast.expr, dtype_eval: DtypeEvalua
         return
 
 
+def _plain_test_classes(tree: ast.Module, per_device: dict[str, bool]) -> set[str]:
+    """Module-level TestCase classes that are not instantiated per device (pytest collects
+    them as they are): a base named `TestCase` or `*TestCase` (NNTestCase, JitTestCase)."""
+    found: set[str] = set()
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.ClassDef) or stmt.name in per_device:
+            continue
+        bases = [_call_name(b) for b in stmt.bases]
+        if stmt.name.startswith("Test") and any(b.endswith("TestCase") for b in bases):
+            found.add(stmt.name)
+    return found
+
+
+def _parametrized_classes(tree: ast.Module) -> set[str]:
+    """Classes passed to `instantiate_parametrized_tests` (their @parametrize is expanded)."""
+    return {
+        node.args[0].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and _call_name(node) == "instantiate_parametrized_tests"
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+    }
+
+
+def _plain_method(template: Template, expanded: bool) -> None:
+    """A plain TestCase method: no device, no op list, no dtypes; its @parametrize
+    suffixes apply only when the class goes through `instantiate_parametrized_tests`."""
+    template.op_list, template.database, template.plain_dtypes = None, "", None
+    template.skipped_reason = ""  # `only*` decorators name device types it never has
+    if not expanded:
+        template.params, template.exact = None, True
+
+
 def parse_test_module(
     tree: ast.Module,
     path: str,
     dtype_eval: DtypeEvaluator,
     symbols: dict[str, Symbol] | None = None,
 ) -> TestModule:
-    """Every template of the classes a test file instantiates per device."""
+    """Every template of the classes a test file instantiates per device, and the test
+    methods of its plain TestCase classes (`per_device=False`)."""
     symbols = symbols if symbols is not None else module_symbols(tree, "")
     module = TestModule(path, symbols=symbols, instantiated_classes=_instantiations(tree))
+    plain = _plain_test_classes(tree, module.instantiated_classes)
+    expanded = _parametrized_classes(tree)
+    parametrize = _parametrize_aliases(tree)
+    aliases = _partial_aliases(tree)
     callables = callable_index(symbols)
     for stmt in tree.body:
         if (
@@ -202,8 +289,11 @@ def parse_test_module(
             and isinstance(stmt.targets[0], ast.Name)
         ):
             module.local_names[stmt.targets[0].id] = stmt.value
-        if not isinstance(stmt, ast.ClassDef) or stmt.name not in module.instantiated_classes:
+        if not isinstance(stmt, ast.ClassDef) or not (
+            stmt.name in module.instantiated_classes or stmt.name in plain
+        ):
             continue
+        per_device = stmt.name in module.instantiated_classes
         for item in stmt.body:
             # An op list built in the class body (`binary_ufuncs_with_references = list(
             # filter(...))` in test_binary_ufuncs.py); a module-level name of the same
@@ -217,10 +307,14 @@ def parse_test_module(
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith(
                 "test"
             ):
-                template = Template(path, stmt.name, item.name)
-                template.instantiated = module.instantiated_classes[stmt.name]
+                template = Template(path, stmt.name, item.name, per_device=per_device)
+                template.instantiated = module.instantiated_classes.get(stmt.name, True)
                 for deco in item.decorator_list:
-                    _apply_decorator(template, deco, dtype_eval)
+                    _apply_decorator(
+                        template, _expand_alias(deco, aliases), dtype_eval, parametrize
+                    )
+                if not per_device:
+                    _plain_method(template, stmt.name in expanded)
                 template.symbol = symbols.get(f"{stmt.name}.{item.name}")
                 template.refs = template.symbol.refs if template.symbol else frozenset()
                 template.computes_gradients = computes_gradients(template.symbol, callables)

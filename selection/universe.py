@@ -13,15 +13,18 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from selection.backend import BackendScope
-from selection.enumerate import DeviceProfile, enumerate_template
+from selection.enumerate import DeviceProfile, enumerate_template, included_dtype_instances
+from selection.layout import load_layout
 from selection.model import TestInstance
 from selection.oplists import OpDatabase
 from selection.templates import Template, TestModule, parse_test_module
 from selection.upstream import ParsedTrees
 
-# Upstream layout, used only when test/ is not available: the op list the OpInfo-driven
-# test files parametrize their templates over (PyTorch's test/test_*.py, 2.x).
-ASSUMED_OP_LISTS: dict[str, str] = {
+# Used only when test/ is not available and the recorded layout (selection/layout.py) does
+# not know a template (one added upstream after the recorded tree): the op list the
+# OpInfo-driven files parametrize their templates over, per file or `file::Class`; None: the
+# class's templates are not OpInfo/ModuleInfo-parametrized (PyTorch's test/test_*.py, 2.x).
+ASSUMED_OP_LISTS: dict[str, str | None] = {
     "test/test_ops.py": "op_db",
     "test/test_unary_ufuncs.py": "unary_ufuncs",
     "test/test_binary_ufuncs.py": "binary_ufuncs",
@@ -31,6 +34,15 @@ ASSUMED_OP_LISTS: dict[str, str] = {
     "test/test_meta.py": "op_db",
     "test/test_decomp.py": "op_db",
     "test/test_modules.py": "module_db",
+    "test/test_view_ops.py": None,
+    "test/test_indexing.py": None,
+    "test/test_torch.py": None,
+    "test/test_nn.py": None,
+}
+# Plain TestCase classes, never instantiated per device: collected as `Class::method`.
+ASSUMED_PLAIN_CLASSES: dict[str, frozenset[str]] = {
+    "test/test_torch.py": frozenset({"TestTorch"}),
+    "test/test_nn.py": frozenset({"TestNN"}),
 }
 
 
@@ -63,8 +75,16 @@ def _add(
     db: OpDatabase,
     device: DeviceProfile,
     local_names: dict[str, ast.expr],
+    included: tuple[str, ...] = (),
 ) -> None:
     instances, exact = enumerate_template(template, db, device, local_names)
+    names = {i.name for i in instances}
+    extra = [
+        i
+        for i in included_dtype_instances(template, db, device, included, local_names)
+        if i.name not in names
+    ]
+    instances += extra
     universe.templates.append(template)
     universe.instances.extend(instances)
     if exact and template.seen:
@@ -88,7 +108,8 @@ def build_universe(
             module = parse_test_module(tree, path, db.dtype_eval)
             universe.modules[path] = module
             for template in module.templates:
-                _add(universe, template, db, device, module.local_names)
+                included = backend.included_dtypes(path, template.test_class, template.method)
+                _add(universe, template, db, device, module.local_names, included)
         return universe
     _assumed(universe, db, backend, device)
     return universe
@@ -98,10 +119,14 @@ def _assumed(
     universe: Universe, db: OpDatabase, backend: BackendScope, device: DeviceProfile
 ) -> None:
     named, patterns = backend.named_templates()
+    layout = load_layout()
+    recorded = [t for t in named if layout.template(t.file, t.test_class, t.method) is not None]
     universe.blind_spots.append(
         "no test/ tree (release wheels do not ship it): test template bodies were not seen; "
         f"{len(named)} templates named by the manifests are enumerated with parametrization "
-        "assumed from the upstream layout (ids marked exact=false); pass --pytorch-src for exact ids"
+        f"assumed ({len(recorded)} as recorded from {layout.source or 'no recorded tree'}, "
+        f"{len(named) - len(recorded)} from the per-file op lists; ids marked exact=false); "
+        "pass --pytorch-src, or let the release's test/ be fetched, for exact ids"
     )
     if patterns:
         universe.blind_spots.append(
@@ -110,9 +135,19 @@ def _assumed(
             + ("…" if len(patterns) > 5 else "")
         )
     for item in named:
-        template = Template(item.file, item.test_class, item.method, seen=False)
-        op_list = ASSUMED_OP_LISTS.get(item.file)
-        if op_list is not None:
-            template.op_list = ast.Name(id=op_list)
-            template.database = "moduleinfo" if op_list == "module_db" else "opinfo"
-        _add(universe, template, db, device, {})
+        template = layout.template(item.file, item.test_class, item.method)
+        if template is None:
+            template = _guessed(item.file, item.test_class, item.method)
+        included = backend.included_dtypes(item.file, item.test_class, item.method)
+        _add(universe, template, db, device, layout.local_names(item.file), included)
+
+
+def _guessed(file: str, test_class: str, method: str) -> Template:
+    """A template the recorded layout does not know, from the per-file guesses."""
+    plain = test_class in ASSUMED_PLAIN_CLASSES.get(file, frozenset())
+    template = Template(file, test_class, method, seen=False, per_device=not plain)
+    op_list = ASSUMED_OP_LISTS.get(f"{file}::{test_class}", ASSUMED_OP_LISTS.get(file))
+    if op_list is not None and not plain:
+        template.op_list = ast.Name(id=op_list)
+        template.database = "moduleinfo" if op_list == "module_db" else "opinfo"
+    return template

@@ -250,7 +250,13 @@ def test_command(
         _fail(exc)
     # Subprocesses that upstream tests spawn apply the manifest too (TORCH_TEST_DEVICES).
     # This process applies it through the pytest plugin: common_device_type is imported
-    # first, so that it does not run the TORCH_TEST_DEVICES module here.
+    # first, so that it does not run the TORCH_TEST_DEVICES module here. The backend is
+    # registered before it, as torch-spyre's autoload does: common_device_type reads the
+    # PrivateUse1 name into NATIVE_DEVICES when imported, so `onlyNativeDeviceTypes` tests
+    # (most of TestCommon, TestViewOps) would otherwise skip on spyre.
+    import torch_spyre_ref  # noqa: F401
+
+    # isort: split
     import torch.testing._internal.common_device_type  # noqa: F401
 
     os.environ.update(

@@ -22,6 +22,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
+
+# Registered before common_device_type is imported: its NATIVE_DEVICES then names spyre.
+import torch_spyre_ref  # noqa: F401
+
+# isort: split
 from torch.testing._internal import common_device_type as cdt
 
 from test_manifests.decisions import Resolution, TestInstance

@@ -279,12 +279,13 @@ def _name_hits(name: str, classes: dict[str, set[str]]) -> bool:
 
 
 def catalog_from_torch() -> Catalog:
-    """The OpInfo/ModuleInfo names and dtypes of the installed torch (imports torch)."""
-    from torch.testing._internal.common_methods_invocations import op_db
+    """The OpInfo/ModuleInfo names and dtypes of the installed torch (imports torch): op_db
+    and python_ref_db (`_refs.*`, which test_ops.py's test_python_ref* templates run over)."""
+    from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
     from torch.testing._internal.common_modules import module_db
 
     ops: dict[str, frozenset[str]] = {}
-    for op in op_db:
+    for op in [*op_db, *python_ref_db]:
         full = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
         dtypes = set(op.dtypes) | set(getattr(op, "dtypesIfCUDA", set()) or set())
         ops[full] = frozenset(str(d).removeprefix("torch.") for d in dtypes)

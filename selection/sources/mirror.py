@@ -50,6 +50,51 @@ class Mirror:
     def tag(self, version: str) -> str:
         return f"torch-{version}"
 
+    def tests_tag(self, version: str) -> str:
+        return f"torch-{version}-tests"
+
+    def release_with_tests(self, version: str) -> Revision | None:
+        """The mirrored release plus its test/ tree, if complete (see `add_tests`)."""
+        plain = self.release(version)
+        if plain is None:
+            return None
+        try:
+            commit = self.repo.commit(self.tests_tag(version))
+            commit.tree / "test"
+        except (git.BadName, ValueError, KeyError, git.GitCommandError):
+            return None
+        if [p.hexsha for p in commit.parents] != [plain.sha]:
+            return None  # made from another mirror commit of this release: rebuild
+        return Revision(version, commit.hexsha, plain.version, plain.upstream_sha)
+
+    def add_tests(self, version: str, checkout: Path, origin: str) -> Revision:
+        """Commit the release's sources plus `checkout`'s test/ (child of the release commit,
+        fixed dates, tag written last) and return it."""
+        plain = self.release(version)
+        if plain is None:
+            raise RuntimeError(f"torch {version} is not mirrored")
+        index = checkout.with_name(checkout.name + ".index")
+        index.unlink(missing_ok=True)
+        env = {**self._env(checkout, index), "GIT_DIR": str(self.root)}
+        try:
+            g = git.Git(str(checkout))
+            g.execute(["git", "read-tree", plain.sha], env=env)
+            g.execute(["git", "add", "--", "test"], env=env)
+            tree = g.execute(["git", "write-tree"], env=env)
+            message = f"torch {version} with test/ of {origin}"
+            commit = g.execute(
+                ["git", "commit-tree", str(tree), "-p", plain.sha, "-m", message], env=env
+            )
+            g.execute(
+                ["git", "update-ref", f"refs/tags/{self.tests_tag(version)}", commit], env=env
+            )
+        finally:
+            index.unlink(missing_ok=True)
+        revision = self.release_with_tests(version)
+        if revision is None:
+            raise RuntimeError(f"mirroring torch {version}'s test/ did not produce a usable commit")
+        return revision
+
     def release(self, version: str) -> Revision | None:
         """The mirrored release, if complete."""
         try:
@@ -85,14 +130,13 @@ class Mirror:
             raise RuntimeError(f"mirroring torch {version} did not produce a usable commit")
         return revision
 
-    def _commit(self, version: str, tree_dir: Path, progress: Progress | None) -> None:
-        if progress is not None:
-            progress(f"mirroring torch {version}", 0, 0)
-        index = tree_dir.with_suffix(".index")
-        env = {
+    @staticmethod
+    def _env(work_tree: Path, index: Path) -> dict[str, str]:
+        """Plumbing against the mirror from a work tree, with a private index, fixed dates."""
+        return {
             **os.environ,
             "GIT_INDEX_FILE": str(index),
-            "GIT_WORK_TREE": str(tree_dir),
+            "GIT_WORK_TREE": str(work_tree),
             "GIT_AUTHOR_NAME": "spyre-ci mirror",
             "GIT_AUTHOR_EMAIL": "mirror@spyre-ci.invalid",
             "GIT_COMMITTER_NAME": "spyre-ci mirror",
@@ -100,7 +144,12 @@ class Mirror:
             "GIT_AUTHOR_DATE": _FIXED_DATE,
             "GIT_COMMITTER_DATE": _FIXED_DATE,
         }
-        env["GIT_DIR"] = str(self.root)
+
+    def _commit(self, version: str, tree_dir: Path, progress: Progress | None) -> None:
+        if progress is not None:
+            progress(f"mirroring torch {version}", 0, 0)
+        index = tree_dir.with_suffix(".index")
+        env = {**self._env(tree_dir, index), "GIT_DIR": str(self.root)}
         try:
             g = git.Git(str(tree_dir))  # runs in the extracted tree, against the mirror
             g.execute(["git", "add", "--all", "."], env=env)

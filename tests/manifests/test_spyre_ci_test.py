@@ -229,7 +229,7 @@ def test_a_real_upstream_file_runs_from_the_pytorch_source_tree(
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     cases = {c.attrib["name"]: c for c in ET.parse(junit).getroot().iter("testcase")}
-    # the manifest's dtype ceiling and its bool exclusion shape what upstream generated
+    # the dtype ceiling (float16, bfloat16, float32; bool is auxiliary) shapes what upstream generated
     broadcast_to = {name for name in cases if name.startswith("test_broadcast_to_")}
     assert broadcast_to == {"test_broadcast_to_spyre_float16", "test_broadcast_to_spyre_float32"}
     assert not any(name.endswith(("float64", "_bool", "complex64")) for name in cases)

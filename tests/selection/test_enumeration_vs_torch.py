@@ -25,14 +25,21 @@ from selection.upstream import ParsedTrees, load_database
 CHOSEN = '("add", "mul", "abs", "sum", "exp", "nn.functional.relu", "index_reduce", "polygamma", "mvlgamma", "linalg.norm", "where", "clamp")'
 
 TEMPLATES = textwrap.dedent(f"""
+    from functools import partial
+
     import torch
     from torch.testing._internal.common_device_type import OpDTypes, dtypes, instantiate_device_type_tests, ops
     from torch.testing._internal.common_methods_invocations import op_db, python_ref_db, unary_ufuncs
     from torch.testing._internal.common_modules import TrainEvalMode, module_db, modules
-    from torch.testing._internal.common_utils import TestCase, parametrize
+    from torch.testing._internal.common_utils import TestCase, instantiate_parametrized_tests, parametrize
+    from torch.testing._internal.common_utils import parametrize as parametrize_test
+
+    # test_ops.py's `_variant_ops`: a decorator that is `ops` with fixed keywords.
+    _float_ops = partial(ops, dtypes=OpDTypes.supported, allowed_dtypes=(torch.float, torch.cfloat))
 
     _chosen = [op for op in op_db if op.name in {CHOSEN}]
-    _modules = [m for m in module_db if m.name in ("nn.Linear", "nn.Dropout", "nn.BatchNorm2d", "nn.GELU")]
+    # CrossEntropyLoss and GroupNorm: dtypes from get_all_fp_dtypes(include_half=..., ...)
+    _modules = [m for m in module_db if m.name in ("nn.Linear", "nn.Dropout", "nn.BatchNorm2d", "nn.GELU", "nn.CrossEntropyLoss", "nn.GroupNorm")]
 
 
     class TestEnum(TestCase):
@@ -83,6 +90,16 @@ TEMPLATES = textwrap.dedent(f"""
         def test_bare(self, device):
             pass
 
+        @_float_ops(_chosen)
+        def test_partial_alias(self, device, dtype, op):
+            pass
+
+        # test_nn.py imports parametrize under this name.
+        @parametrize_test("k", [1, 2])
+        @dtypes(torch.float32)
+        def test_renamed_parametrize(self, device, dtype, k):
+            pass
+
         @modules(_modules)
         def test_modules(self, device, dtype, module_info, training):
             pass
@@ -98,8 +115,19 @@ TEMPLATES = textwrap.dedent(f"""
             pass
 
 
+    # A plain TestCase (test_torch.py's TestTorch): never instantiated per device.
+    class TestPlain(TestCase):
+        def test_cpu_side(self):
+            pass
+
+        @parametrize("n", [1, 2])
+        def test_expanded(self, n):
+            pass
+
+
     instantiate_device_type_tests(TestEnum, globals())
     instantiate_device_type_tests(TestWholeDatabase, globals())
+    instantiate_parametrized_tests(TestPlain)
 """)
 
 GENERATE = textwrap.dedent("""
@@ -112,7 +140,7 @@ GENERATE = textwrap.dedent("""
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     print(json.dumps({name: sorted(n for n in dir(getattr(module, name)) if n.startswith("test"))
-                      for name in ("TestEnumSPYRE", "TestWholeDatabaseSPYRE")}))
+                      for name in ("TestEnumSPYRE", "TestWholeDatabaseSPYRE", "TestPlain")}))
 """)
 
 
@@ -152,8 +180,10 @@ def _static(path: Path) -> dict[str, tuple[set[str], bool]]:
         instances, exact = enumerate_template(
             template, db, DeviceProfile("spyre", "SPYRE"), module.local_names
         )
-        out[template.method] = ({i.name for i in instances}, exact)
-        assert {i.device_class for i in instances} <= {template.test_class + "SPYRE"}
+        key = template.method if template.per_device else f"{template.test_class}.{template.method}"
+        out[key] = ({i.name for i in instances}, exact)
+        suffix = "SPYRE" if template.per_device else ""
+        assert {i.device_class for i in instances} <= {template.test_class + suffix}
     return out
 
 
@@ -164,7 +194,7 @@ def test_enumeration_matches_instantiate_device_type_tests_for_spyre(
     static = _static(path)
     real = names["TestEnumSPYRE"]
     for template, (mine, exact) in static.items():
-        if template == "test_all":
+        if template == "test_all" or "." in template:
             continue
         others = [t for t in static if t != template and t.startswith(template + "_")]
         theirs = {
@@ -188,3 +218,13 @@ def test_whole_op_db_enumeration_has_no_false_ids_and_near_full_recall(
     # Entries appended to op_db conditionally at import time (e.g. DSL overrides) are not
     # visible statically; they must stay a handful.
     assert len(theirs - mine) <= 0.005 * len(theirs), sorted(theirs - mine)[:10]
+
+
+def test_plain_testcase_methods_keep_their_names_without_a_device(
+    generated: tuple[Path, dict[str, list[str]]],
+) -> None:
+    """TestTorch-like classes are collected as `Class::method` (parametrized ones expanded)."""
+    path, names = generated
+    static = _static(path)
+    mine = static["TestPlain.test_cpu_side"][0] | static["TestPlain.test_expanded"][0]
+    assert mine == set(names["TestPlain"])

@@ -1,7 +1,7 @@
 """The map as a JSON artifact (`spyre-ci/deps` v1; gzip when the name ends in .gz). Torch-free.
 
 Reading validates with `ObservedMap.from_document` and then the optional fields this
-recorder adds (row `steps`/`errors`/`seconds`, document `settings`/`baseline`), so a bad file
+recorder adds (row `steps`/`errors`/`seconds`/`cpu_seconds`, document `settings`/`baseline`), so a bad file
 is one `BadArtifact` naming the field. Writing goes through a temporary file and a rename.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from selection.observed import BadDepsDocument, ObservedMap
+from spyre_ci.deps.store import ROW_EXTRAS
 
 
 class BadArtifact(ValueError):
@@ -74,7 +75,9 @@ def _check_extras(doc: dict[str, Any]) -> None:
         if pair in seen:
             raise BadArtifact(f"pairs[{index}]: {'/'.join(pair)} is listed twice")
         seen.add(pair)
-        for key, kinds in (("steps", (int,)), ("errors", (int,)), ("seconds", (int, float))):
+        for key in ROW_EXTRAS:
             value = row.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
                 raise BadArtifact(f"pairs[{index}].{key}: expected a number")

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from selection.observed import Pair
+from spyre_ci.deps import ALL_PATHS
 from spyre_ci.deps.artifact import BadArtifact, read_artifact, write_artifact
 from spyre_ci.deps.scope import PairFilter, ScopeError, capability_filter
 from spyre_ci.deps.store import (
@@ -114,12 +115,14 @@ def record_command(**kw: Any) -> None:
 
     keep = PairFilter(_names(kw["ops"]), _dtypes(kw["dtypes"]))
     pairs = _pairs(kw["manifests"], kw["capabilities"], keep)
-    paths = ("eager", "method", "inplace", "out", "backward", "compile", "compile_backward")
+    paths = (
+        ALL_PATHS if kw["compile_samples"] else tuple(p for p in ALL_PATHS if "compile" not in p)
+    )
     options = RecordOptions(
         backend_module=kw["backend_module"], compile_backend=kw["compile_backend"],
         max_samples=kw["max_samples"], compile_samples=kw["compile_samples"],
         jobs=kw["jobs"], timeout=kw["timeout"],
-        paths=paths if kw["compile_samples"] else paths[:5],
+        paths=paths,
     )  # fmt: skip
     console = Console(stderr=True, quiet=kw["quiet"])
     started = time.monotonic()

@@ -26,11 +26,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
+from spyre_ci.deps import ALL_PATHS
 from spyre_ci.deps.probes import adopt_on_backward
-
-OPINFO_PATHS = ("eager", "method", "inplace", "out", "backward", "compile", "compile_backward")
-MODULEINFO_PATHS = ("eager", "backward", "compile", "compile_backward")
-ALL_PATHS = OPINFO_PATHS
 
 
 @dataclass(frozen=True)

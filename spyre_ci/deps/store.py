@@ -6,7 +6,7 @@ file beside it and then renamed over the old one, so a failed or interrupted wri
 the previous map (or none), never half of one.
 
 A map is held as its `spyre-ci/deps` document (selection.observed); the rows may carry
-`steps`, `errors` and `seconds`, the document `settings` and `baseline` (what the recording
+`steps`, `errors`, `seconds` and `cpu_seconds`, the document `settings` and `baseline` (what the recording
 processes ran in their warm-up, before the first pair: lazy imports, first-use initialisation).
 
 Version matching (`find_map`, `load_observed`): a map recorded on the exact version string
@@ -32,7 +32,7 @@ _SCHEMA_SQL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE pairs (
     id INTEGER PRIMARY KEY, database TEXT NOT NULL, op TEXT NOT NULL, dtype TEXT NOT NULL,
-    status TEXT NOT NULL, steps INTEGER, errors INTEGER, seconds REAL,
+    status TEXT NOT NULL, steps INTEGER, errors INTEGER, seconds REAL, cpu_seconds REAL,
     UNIQUE (database, op, dtype));
 CREATE TABLE names (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
     UNIQUE (kind, name));
@@ -43,6 +43,7 @@ CREATE INDEX uses_by_name ON uses (name_id);
 _META_KEYS = ("torch_version", "torch_git_version", "device", "recorded_at")
 _JSON_META = ("paths", "settings", "baseline")
 _KINDS = ("aten", "functions")
+ROW_EXTRAS = ("steps", "errors", "seconds", "cpu_seconds")  # optional numbers per row
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
 
@@ -82,11 +83,9 @@ def _fill(connection: sqlite3.Connection, doc: dict[str, Any]) -> None:
     name_ids: dict[tuple[str, str], int] = {}
     uses: list[tuple[int, int]] = []
     for pair_id, row in enumerate(doc["pairs"], start=1):
-        connection.execute(
-            "INSERT INTO pairs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (pair_id, row["database"], row["op"], row["dtype"], row["status"],
-             row.get("steps"), row.get("errors"), row.get("seconds")),
-        )  # fmt: skip
+        values = (pair_id, row["database"], row["op"], row["dtype"], row["status"])
+        extras = tuple(row.get(key) for key in ROW_EXTRAS)
+        connection.execute("INSERT INTO pairs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values + extras)
         for kind in _KINDS:
             for name in row.get(kind, ()):
                 key = (kind, name)
@@ -120,13 +119,13 @@ def read_document(path: Path) -> dict[str, Any]:
     connection = _connect(path)
     try:
         rows: dict[int, dict[str, Any]] = {}
-        for pid, database, op, dtype, status, steps, errors, seconds in connection.execute(
-            "SELECT id, database, op, dtype, status, steps, errors, seconds FROM pairs"
+        columns = ", ".join(ROW_EXTRAS)
+        for pid, database, op, dtype, status, *extras in connection.execute(
+            f"SELECT id, database, op, dtype, status, {columns} FROM pairs"
         ):
             row: dict[str, Any] = {"database": database, "op": op, "dtype": dtype}
             row |= {"status": status, "aten": [], "functions": []}
-            row |= {k: v for k, v in (("steps", steps), ("errors", errors), ("seconds", seconds))
-                    if v is not None}  # fmt: skip
+            row |= {k: v for k, v in zip(ROW_EXTRAS, extras, strict=True) if v is not None}
             rows[pid] = row
         for pid, kind, name in connection.execute(
             "SELECT uses.pair_id, names.kind, names.name FROM uses JOIN names ON names.id = uses.name_id"

@@ -20,8 +20,9 @@ from typing import IO, Any
 
 import torch
 
+from spyre_ci.deps import ALL_PATHS
 from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
-from spyre_ci.deps.paths import ALL_PATHS, RunSettings
+from spyre_ci.deps.paths import RunSettings
 from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
 from spyre_ci.deps.symbols import SymbolResolver
 
@@ -32,7 +33,7 @@ def record_pair(
     aten: set[str] = set()
     calls = PythonCalls()
     status, steps, errors = "ok", 0, 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         with aten_ops(aten), python_calls(calls):
             for result in run_steps(pair_steps(entries, pair, settings)):
@@ -53,6 +54,7 @@ def record_pair(
         "steps": steps,
         "errors": errors,
         "seconds": round(time.perf_counter() - started, 3),
+        "cpu_seconds": round(time.process_time() - cpu_started, 3),
     }
 
 

@@ -129,7 +129,9 @@ def record_command(**kw: Any) -> None:
     try:
         recording = _record_with_progress(console, pairs, options, record)
     except RecordingFailed as exc:
-        _fail(f"--backend-module {kw['backend_module']}: no worker started: {exc}")
+        _fail(
+            f"--backend-module {kw['backend_module']}: no worker started: {str(exc).removeprefix('error: ')}"
+        )
     doc = recording.document(options, options.paths)
     cache = kw["cache_dir"] or default_cache()
     target = map_path(cache, doc["torch_version"], doc["device"])

@@ -117,8 +117,11 @@ class Worker:
         return answer
 
     def _death(self, what: str) -> str:
-        self.stop()
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()  # our own child, by its pid; its log is complete after this
+            self.process.wait(timeout=30)
         last = self._last_error_line()
+        self.stop()
         return f"error: {what}" + (f": {last}" if last else "")
 
     def _last_error_line(self) -> str:

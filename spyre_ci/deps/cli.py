@@ -6,6 +6,7 @@ Bad input is one line on stderr and exit 2.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import time
 from collections.abc import Iterable
@@ -114,6 +115,9 @@ def record_command(**kw: Any) -> None:
     from spyre_ci.deps.record import RecordingFailed, RecordOptions, record
 
     keep = PairFilter(_names(kw["ops"]), _dtypes(kw["dtypes"]))
+    out: Path | None = kw["out"]
+    if out is not None and not out.parent.is_dir():
+        _fail(f"--out {out}: directory {out.parent} does not exist")
     pairs = _pairs(kw["manifests"], kw["capabilities"], keep)
     paths = (
         ALL_PATHS if kw["compile_samples"] else tuple(p for p in ALL_PATHS if "compile" not in p)
@@ -121,8 +125,7 @@ def record_command(**kw: Any) -> None:
     options = RecordOptions(
         backend_module=kw["backend_module"], compile_backend=kw["compile_backend"],
         max_samples=kw["max_samples"], compile_samples=kw["compile_samples"],
-        jobs=kw["jobs"], timeout=kw["timeout"],
-        paths=paths,
+        jobs=kw["jobs"], timeout=kw["timeout"], paths=paths,
     )  # fmt: skip
     console = Console(stderr=True, quiet=kw["quiet"])
     started = time.monotonic()
@@ -132,19 +135,35 @@ def record_command(**kw: Any) -> None:
         _fail(
             f"--backend-module {kw['backend_module']}: no worker started: {str(exc).removeprefix('error: ')}"
         )
+    except KeyboardInterrupt:
+        click.echo("interrupted: nothing written (the previous map, if any, is kept)", err=True)
+        sys.exit(130)
     doc = recording.document(options, options.paths)
     cache = kw["cache_dir"] or default_cache()
-    target = map_path(cache, doc["torch_version"], doc["device"])
-    doc = merged(read_document(target) if target.is_file() else None, doc)
-    stored = write_document(cache, doc)
-    if kw["out"] is not None:
-        write_artifact(kw["out"], doc)
+    stored = _store(cache, doc, out)
     failed = sum(r["status"] != "ok" for r in recording.rows)
     click.echo(
         f"recorded {len(recording.rows) - failed} of {len(pairs)} pairs ({failed} failed) "
         f"for torch {doc['torch_version']} on {doc['device']} "
         f"in {time.monotonic() - started:.0f} s: {stored}"
     )
+
+
+def _store(cache: Path, doc: dict[str, Any], out: Path | None) -> Path:
+    """Merge into the existing map (an unreadable one is replaced), store, export."""
+    target = map_path(cache, doc["torch_version"], doc["device"])
+    try:
+        old = read_document(target) if target.is_file() else None
+    except sqlite3.Error:
+        old = None
+    whole = merged(old, doc)
+    try:
+        stored = write_document(cache, whole)
+        if out is not None:
+            write_artifact(out, whole)
+    except OSError as exc:
+        _fail(f"{exc.filename or cache}: {exc.strerror or exc}")
+    return stored
 
 
 def _record_with_progress(console: Console, pairs: list[Pair], options: Any, record: Any) -> Any:

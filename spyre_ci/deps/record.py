@@ -206,8 +206,12 @@ def record(
         ]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.join()
+        except KeyboardInterrupt:
+            _drop_all(work)  # each thread ends after its current pair and stops its worker
+            raise
     if not recording.hello and pairs:
         raise RecordingFailed(errors[0] if errors else "no worker started")
     while not work.empty():  # every worker that could still run them failed to start
@@ -254,6 +258,14 @@ def _drain(
     finally:
         if worker is not None:
             worker.stop()
+
+
+def _drop_all(work: queue.Queue[Pair]) -> None:
+    while True:
+        try:
+            work.get_nowait()
+        except queue.Empty:
+            return
 
 
 def _give_back(work: queue.Queue[Pair], pair: Pair, errors: list[str]) -> None:

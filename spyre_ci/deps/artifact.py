@@ -62,13 +62,6 @@ def validate(doc: object) -> None:
 def _check_extras(doc: dict[str, Any]) -> None:
     if not isinstance(doc.get("settings", {}), dict):
         raise BadArtifact("settings: expected an object")
-    baseline = doc.get("baseline", {})
-    if not isinstance(baseline, dict):
-        raise BadArtifact("baseline: expected an object")
-    for key in ("aten", "functions"):
-        value = baseline.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise BadArtifact(f"baseline.{key}: expected a list of strings")
     seen: set[tuple[str, str, str]] = set()
     for index, row in enumerate(doc["pairs"]):
         pair = (row["database"], row["op"], row["dtype"])

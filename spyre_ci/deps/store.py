@@ -219,6 +219,9 @@ def _observed_from(path: Path) -> ObservedMap:
         recorded_at=meta.get("recorded_at", ""),
         paths=tuple(meta.get("paths") or ()),
     )
+    baseline = meta.get("baseline") or {}
+    observed.baseline_aten.update(baseline.get("aten", ()))
+    observed.baseline_functions.update(baseline.get("functions", ()))
     connection = _connect(path)
     try:
         pairs: dict[int, Pair] = {}
@@ -250,4 +253,8 @@ def merged(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     mine = {(r["database"], r["op"], r["dtype"]) for r in new["pairs"]}
     kept = [r for r in old["pairs"] if (r["database"], r["op"], r["dtype"]) not in mine]
     rows = sorted([*kept, *new["pairs"]], key=lambda r: (r["database"], r["op"], r["dtype"]))
-    return new | {"pairs": rows}
+    baseline = {
+        kind: sorted(set(old.get("baseline", {}).get(kind, ())) | set(names))
+        for kind, names in new.get("baseline", {}).items()
+    }
+    return new | {"pairs": rows, "baseline": baseline}

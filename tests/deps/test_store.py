@@ -92,8 +92,13 @@ def test_load_observed_answers_what_select_asks(tmp_path: Path) -> None:
     assert observed.pairs_running_aten("add") == {("opinfo", "add", "float16")}
     assert observed.failed == {("moduleinfo", "nn.Linear", "float32"): "error: worker exited (-11)"}
     assert not observed.is_recorded(("moduleinfo", "nn.Linear", "float32"))
+    assert observed.baseline_functions == {"torch/_dynamo/eval_frame.py::<module>"}
     # the same map as the document form would give
-    assert observed.by_function == ObservedMap.from_document(_doc()).by_function
+    from_doc = ObservedMap.from_document(_doc())
+    assert (observed.by_function, observed.baseline_functions) == (
+        from_doc.by_function,
+        from_doc.baseline_functions,
+    )
 
 
 def test_version_rule_ignores_local_labels_but_not_releases(tmp_path: Path) -> None:
@@ -126,7 +131,16 @@ def test_partial_recording_replaces_only_its_pairs() -> None:
     old = _doc()
     new = _doc(pairs=[{"database": "opinfo", "op": "add", "dtype": "float16", "status": "ok",
                        "aten": ["add.Tensor"], "functions": []}])  # fmt: skip
-    rows = merged(old, new)["pairs"]
+    new["baseline"] = {
+        "aten": [],
+        "functions": ["torch/_decomp/__init__.py::core_aten_decompositions"],
+    }
+    both = merged(old, new)
+    assert both["baseline"]["functions"] == [
+        "torch/_decomp/__init__.py::core_aten_decompositions",
+        "torch/_dynamo/eval_frame.py::<module>",
+    ]
+    rows = both["pairs"]
     assert [(r["op"], r["aten"]) for r in rows] == [
         ("nn.Linear", []),
         ("add", ["add.Tensor"]),

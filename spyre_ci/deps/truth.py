@@ -147,10 +147,28 @@ def digest_pairs(
     """Digest each pair in this process (imports torch and the backend)."""
     import torch
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # reductions split the same way on every run
+    try:
+        return _digest_all(pairs, backend_module, compile_backend, max_samples,
+                           compile_samples, seed, paths, repeat)  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _digest_all(
+    pairs: Iterable[Pair],
+    backend_module: str,
+    compile_backend: str,
+    max_samples: int,
+    compile_samples: int,
+    seed: int,
+    paths: Sequence[str],
+    repeat: int,
+) -> dict[Pair, PairDigest]:
     from spyre_ci.deps.execute import Entries, open_device
     from spyre_ci.deps.paths import RunSettings
 
-    torch.set_num_threads(1)  # reductions split the same way on every run
     settings = RunSettings(
         device=open_device(backend_module), compile_backend=compile_backend,
         max_samples=max_samples, compile_samples=compile_samples, seed=seed, paths=tuple(paths),
@@ -212,6 +230,8 @@ def scratch_torch(dest: Path, torch_root: Path | None = None) -> Path:
     edited and put first on PYTHONPATH. Returns `dest`. The installed torch is not touched."""
     from spyre_ci.deps.scope import installed_torch_root
 
+    if (dest / "torch").exists():
+        raise FileExistsError(f"{dest / 'torch'} exists: give scratch_torch a new directory")
     source = (torch_root or installed_torch_root()) / "torch"
     with_python = {source}
     for path in source.rglob("*.py"):

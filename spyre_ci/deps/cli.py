@@ -33,6 +33,7 @@ from spyre_ci.deps.store import (
 )
 
 EXIT_BAD_INPUT = 2
+_CACHE_HELP = "cache (default $SPYRE_CI_CACHE or ~/.cache/spyre-ci); maps live in <cache>/deps/"
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
@@ -94,9 +95,10 @@ def _pairs(manifests: tuple[Path, ...], capabilities: Path | None, keep: PairFil
               help="keep only the ops/dtypes this capability file supports")  # fmt: skip
 @click.option("--ops", multiple=True, help="only these ops (repeatable or comma-separated)")
 @click.option("--dtypes", multiple=True, help="only these dtypes (repeatable or comma-separated)")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="cache (default $SPYRE_CI_CACHE or ~/.cache/spyre-ci); the map goes to <cache>/deps/")  # fmt: skip
-@click.option("--out", type=_FILE, help="also write the map as a JSON artifact (.json or .json.gz)")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help=_CACHE_HELP)
+@click.option(
+    "--out", type=_FILE, help="also write the stored map as a JSON artifact (.json or .json.gz)"
+)
 @click.option("--max-samples", type=click.IntRange(min=1), default=4, show_default=True,
               help="samples per path")  # fmt: skip
 @click.option("--compile-samples", type=click.IntRange(min=0), default=1, show_default=True,
@@ -111,7 +113,12 @@ def _pairs(manifests: tuple[Path, ...], capabilities: Path | None, keep: PairFil
               help="seconds a pair may take before its worker is replaced")  # fmt: skip
 @click.option("--quiet", is_flag=True, help="no progress bar")
 def record_command(**kw: Any) -> None:
-    """Run each reused (op, dtype)'s samples on the device and record what executed."""
+    """Run each reused (op, dtype)'s samples on the device and record what executed.
+
+    The pairs are those the manifests run (narrowed by --ops/--dtypes/--capabilities); the
+    map of this torch version and device is rewritten whole, keeping the rows of pairs not
+    recorded this time. See docs/deps.md.
+    """
     from spyre_ci.deps.record import RecordingFailed, RecordOptions, record
 
     keep = PairFilter(_names(kw["ops"]), _dtypes(kw["dtypes"]))
@@ -192,7 +199,7 @@ def _record_with_progress(console: Console, pairs: list[Pair], options: Any, rec
 @click.option("--torch-version", required=True, help="e.g. 2.13.0 (2.13.0+cpu serves it)")
 @click.option("--device", required=True, help="device name, e.g. spyre")
 @click.option("--out", required=True, type=_FILE, help="JSON artifact to write (.json or .json.gz)")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help=_CACHE_HELP)
 def export_command(torch_version: str, device: str, out: Path, cache_dir: Path | None) -> None:
     """Write a recorded map as a `spyre-ci/deps` JSON artifact."""
     from spyre_ci.deps.store import choose_map
@@ -214,7 +221,7 @@ def export_command(torch_version: str, device: str, out: Path, cache_dir: Path |
 
 @deps_group.command("import")
 @click.argument("file", type=_FILE)
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help=_CACHE_HELP)
 def import_command(file: Path, cache_dir: Path | None) -> None:
     """Store a `spyre-ci/deps` JSON artifact as the map of its (torch version, device)."""
     try:
@@ -230,7 +237,7 @@ def import_command(file: Path, cache_dir: Path | None) -> None:
 
 
 @deps_group.command("show")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help=_CACHE_HELP)
 @click.option("--failures", is_flag=True, help="list every failed pair with its status")
 def show_command(cache_dir: Path | None, failures: bool) -> None:
     """The recorded maps in the cache: torch version, device, pairs, failures."""

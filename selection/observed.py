@@ -18,6 +18,10 @@ JSON artifact (schema `spyre-ci/deps`, version 1):
                 "aten": ["add.Tensor", ...], "functions": ["torch/_refs/__init__.py::add", ...]}]}
 
 `status` is "ok" or an error summary; a pair whose recording failed counts as not recorded.
+Optional (spyre-ci deps record writes them; readers may ignore them): per row `steps`,
+`errors`, `seconds`, `cpu_seconds`; `settings`; `baseline` = {"aten": [...], "functions":
+[...]}, what the recording processes executed in their warm-up before the first pair (lazy
+imports, first-use initialisation), credited to no pair: every recorded pair may depend on it.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class ObservedMap:
     by_aten: dict[str, set[Pair]] = field(default_factory=dict)
     by_function: dict[str, set[Pair]] = field(default_factory=dict)
     failed: dict[Pair, str] = field(default_factory=dict)
+    baseline_aten: set[str] = field(default_factory=set)
+    baseline_functions: set[str] = field(default_factory=set)
 
     def add(self, pair: Pair, aten: list[str], functions: list[str]) -> None:
         self.recorded.add(pair)
@@ -109,6 +115,10 @@ class ObservedMap:
             "device": self.device,
             "recorded_at": self.recorded_at,
             "paths": list(self.paths),
+            "baseline": {
+                "aten": sorted(self.baseline_aten),
+                "functions": sorted(self.baseline_functions),
+            },
             "pairs": rows,
         }
 
@@ -132,12 +142,22 @@ class ObservedMap:
             recorded_at=str(doc.get("recorded_at", "")),
             paths=tuple(str(p) for p in doc.get("paths", ())),
         )
+        observed._add_baseline(doc.get("baseline", {}))
         pairs = doc.get("pairs")
         if not isinstance(pairs, list):
             raise BadDepsDocument("pairs: expected a list")
         for index, row in enumerate(pairs):
             observed._add_row(index, row)
         return observed
+
+    def _add_baseline(self, baseline: object) -> None:
+        if not isinstance(baseline, dict):
+            raise BadDepsDocument("baseline: expected an object")
+        for key, into in (("aten", self.baseline_aten), ("functions", self.baseline_functions)):
+            value = baseline.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise BadDepsDocument(f"baseline.{key}: expected a list of strings")
+            into.update(value)
 
     def _add_row(self, index: int, row: object) -> None:
         where = f"pairs[{index}]"

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "relay.callbacks.cli",
     "test_manifests.cli",
     "selection.cli",
+    "spyre_ci.deps.cli",
 )
 
 

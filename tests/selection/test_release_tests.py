@@ -88,10 +88,10 @@ def test_fetched_test_trees_give_exact_ids_and_diffed_templates(
     cache: Path, remote: UpstreamRepo, manifest: Path
 ) -> None:
     state = _select(cache, manifest, ReleaseTestSource(remote.path.as_uri(), 60))
-    universe = state.context["universe"]
+    universe = state.universe
     assert not any("no test/ tree" in spot for spot in state.blind_spots)
-    assert universe.exact_ids  # type: ignore[attr-defined]
-    assert set(state.candidates) <= universe.exact_ids  # type: ignore[attr-defined]
+    assert universe is not None and universe.exact_ids
+    assert set(state.candidates) <= universe.exact_ids
     # test/ is on both sides, so the template added in 9.2 is a detected change (and the
     # manifest names it nowhere, so scope drops it), while unchanged templates are not.
     added = [t for t in state.changes.templates if t.qualname.endswith("test_added_in_9_2")]  # type: ignore[union-attr]
@@ -116,7 +116,7 @@ def test_an_unreachable_remote_falls_back_and_says_why(cache: Path, manifest: Pa
     [note] = [n for n in state.notes if "not fetched" in n]
     assert "v9.1.0" in note and "/nonexistent/pytorch" in note and "\n" not in note
     assert any("no test/ tree" in spot for spot in state.blind_spots)
-    assert state.context["universe"].exact_ids == set()  # type: ignore[attr-defined]
+    assert state.universe is not None and state.universe.exact_ids == set()
     assert Mirror(cache).release_with_tests("9.1.0") is None  # nothing half-made is kept
 
 

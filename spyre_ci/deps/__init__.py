@@ -1,0 +1,21 @@
+"""Observed dependencies: what each reused (op, dtype) executes on a PrivateUse1 device.
+
+Torch-free entry points (torch is imported only by the worker processes and the ground-truth
+runner's `digest_pairs`):
+
+- `spyre-ci deps record|export|import|show` (`spyre_ci.deps.cli`);
+- `spyre_ci.deps.store.load_observed(cache_dir, torch_version, device) -> ObservedMap | None`,
+  the map `spyre-ci select` consumes (docs/deps.md);
+- `spyre_ci.deps.truth`: the ground-truth runner for the mutation benchmark.
+"""
+
+# The paths a pair's samples go through (spyre_ci.deps.paths), in recording order.
+ALL_PATHS: tuple[str, ...] = (
+    "eager",
+    "method",
+    "inplace",
+    "out",
+    "backward",
+    "compile",
+    "compile_backward",
+)

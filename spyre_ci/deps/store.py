@@ -1,0 +1,260 @@
+"""Recorded maps in the cache: one SQLite file per (torch version, device). Torch-free.
+
+`<cache>/deps/torch-<version>--<device>.sqlite` (cache: --cache-dir, $SPYRE_CI_CACHE, default
+~/.cache/spyre-ci, as for `spyre-ci select`). A map is always written whole into a temporary
+file beside it and then renamed over the old one, so a failed or interrupted write leaves
+the previous map (or none), never half of one.
+
+A map is held as its `spyre-ci/deps` document (selection.observed); the rows may carry
+`steps`, `errors`, `seconds` and `cpu_seconds`, the document `settings` and `baseline` (what the recording
+processes ran in their warm-up, before the first pair: lazy imports, first-use initialisation).
+
+Version matching (`find_map`, `load_observed`): a map recorded on the exact version string
+asked for wins; otherwise versions are compared without their local label (`2.13.0+cpu`
+serves `2.13.0` and `2.13.0+cu130`, `2.13.0` serves `2.13.0+cpu`), the most recently recorded
+map first. Release segments must be equal: `2.13` is not `2.13.0`, and `2.13.1` is not `2.13.0`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from selection.observed import SCHEMA, SCHEMA_VERSION, ObservedMap, Pair
+
+_SCHEMA_SQL = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE pairs (
+    id INTEGER PRIMARY KEY, database TEXT NOT NULL, op TEXT NOT NULL, dtype TEXT NOT NULL,
+    status TEXT NOT NULL, steps INTEGER, errors INTEGER, seconds REAL, cpu_seconds REAL,
+    UNIQUE (database, op, dtype));
+CREATE TABLE names (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
+    UNIQUE (kind, name));
+CREATE TABLE uses (pair_id INTEGER NOT NULL, name_id INTEGER NOT NULL,
+    PRIMARY KEY (pair_id, name_id)) WITHOUT ROWID;
+CREATE INDEX uses_by_name ON uses (name_id);
+"""
+_META_KEYS = ("torch_version", "torch_git_version", "device", "recorded_at")
+_JSON_META = ("paths", "settings", "baseline")
+_KINDS = ("aten", "functions")
+ROW_EXTRAS = ("steps", "errors", "seconds", "cpu_seconds")  # optional numbers per row
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def deps_dir(cache_dir: Path) -> Path:
+    return cache_dir / "deps"
+
+
+def map_path(cache_dir: Path, torch_version: str, device: str) -> Path:
+    name = f"torch-{_UNSAFE.sub('_', torch_version)}--{_UNSAFE.sub('_', device)}.sqlite"
+    return deps_dir(cache_dir) / name
+
+
+def write_document(cache_dir: Path, doc: dict[str, Any]) -> Path:
+    """Store a (validated) document as the map of its (torch version, device)."""
+    final = map_path(cache_dir, doc["torch_version"], doc["device"])
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temporary = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    temporary.unlink(missing_ok=True)
+    try:
+        connection = sqlite3.connect(temporary)
+        try:
+            _fill(connection, doc)
+            connection.commit()
+        finally:
+            connection.close()
+        os.replace(temporary, final)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return final
+
+
+def _fill(connection: sqlite3.Connection, doc: dict[str, Any]) -> None:
+    connection.executescript(_SCHEMA_SQL)
+    meta = [(key, str(doc.get(key, ""))) for key in _META_KEYS]
+    meta += [(key, json.dumps(doc.get(key, [] if key == "paths" else {}))) for key in _JSON_META]
+    connection.executemany("INSERT INTO meta VALUES (?, ?)", meta)
+    name_ids: dict[tuple[str, str], int] = {}
+    uses: list[tuple[int, int]] = []
+    for pair_id, row in enumerate(doc["pairs"], start=1):
+        values = (pair_id, row["database"], row["op"], row["dtype"], row["status"])
+        extras = tuple(row.get(key) for key in ROW_EXTRAS)
+        connection.execute("INSERT INTO pairs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values + extras)
+        for kind in _KINDS:
+            for name in row.get(kind, ()):
+                key = (kind, name)
+                if key not in name_ids:
+                    name_ids[key] = len(name_ids) + 1
+                uses.append((pair_id, name_ids[key]))
+    connection.executemany(
+        "INSERT INTO names VALUES (?, ?, ?)", [(i, k, n) for (k, n), i in name_ids.items()]
+    )
+    connection.executemany("INSERT OR IGNORE INTO uses VALUES (?, ?)", uses)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    connection = _connect(path)
+    try:
+        meta: dict[str, Any] = dict(connection.execute("SELECT key, value FROM meta"))
+    finally:
+        connection.close()
+    for key in _JSON_META:
+        meta[key] = json.loads(meta.get(key) or "null")
+    return meta
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """The whole map as a `spyre-ci/deps` document (rows sorted, lists sorted)."""
+    meta = read_meta(path)
+    connection = _connect(path)
+    try:
+        rows: dict[int, dict[str, Any]] = {}
+        columns = ", ".join(ROW_EXTRAS)
+        for pid, database, op, dtype, status, *extras in connection.execute(
+            f"SELECT id, database, op, dtype, status, {columns} FROM pairs"
+        ):
+            row: dict[str, Any] = {"database": database, "op": op, "dtype": dtype}
+            row |= {"status": status, "aten": [], "functions": []}
+            row |= {k: v for k, v in zip(ROW_EXTRAS, extras, strict=True) if v is not None}
+            rows[pid] = row
+        for pid, kind, name in connection.execute(
+            "SELECT uses.pair_id, names.kind, names.name FROM uses JOIN names ON names.id = uses.name_id"
+        ):
+            rows[pid][kind].append(name)
+    finally:
+        connection.close()
+    for row in rows.values():
+        row["aten"].sort()
+        row["functions"].sort()
+    doc: dict[str, Any] = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION}
+    doc |= {key: meta.get(key, "") for key in _META_KEYS}
+    doc |= {key: meta[key] for key in _JSON_META if meta.get(key) is not None}
+    doc["pairs"] = sorted(rows.values(), key=lambda r: (r["database"], r["op"], r["dtype"]))
+    return doc
+
+
+@dataclass(frozen=True)
+class MapSummary:
+    path: Path
+    torch_version: str
+    device: str
+    recorded_at: str
+    recorded: int
+    failed: int
+    failures: tuple[tuple[Pair, str], ...]
+
+
+def summarize(path: Path) -> MapSummary:
+    meta = read_meta(path)
+    connection = _connect(path)
+    try:
+        rows = list(connection.execute("SELECT database, op, dtype, status FROM pairs"))
+    finally:
+        connection.close()
+    failures = tuple(sorted(((d, o, t), s) for d, o, t, s in rows if s != "ok"))
+    return MapSummary(
+        path, meta.get("torch_version", ""), meta.get("device", ""),
+        meta.get("recorded_at", ""), len(rows) - len(failures), len(failures), failures,
+    )  # fmt: skip
+
+
+def list_maps(cache_dir: Path) -> list[MapSummary]:
+    """Every readable map in the cache (unreadable files are skipped)."""
+    found = []
+    for path in sorted(deps_dir(cache_dir).glob("torch-*.sqlite")):
+        try:
+            found.append(summarize(path))
+        except sqlite3.Error:
+            continue
+    return found
+
+
+def _public(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def choose_map(maps: Iterable[MapSummary], torch_version: str, device: str) -> MapSummary | None:
+    """The map that serves (torch_version, device), per the rule in the module docstring."""
+    candidates = [m for m in maps if m.device == device]
+    exact = [m for m in candidates if m.torch_version == torch_version]
+    close = exact or [m for m in candidates if _public(m.torch_version) == _public(torch_version)]
+    return max(close, key=lambda m: m.recorded_at) if close else None
+
+
+def find_map(cache_dir: Path, torch_version: str, device: str) -> Path | None:
+    chosen = choose_map(list_maps(cache_dir), torch_version, device)
+    return chosen.path if chosen is not None else None
+
+
+def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedMap | None:
+    """The recorded map serving (torch_version, device), or None when there is none.
+
+    Reads SQLite only (no torch). A map that cannot be read counts as absent.
+    """
+    path = find_map(cache_dir, torch_version, device)
+    if path is None:
+        return None
+    try:
+        return _observed_from(path)
+    except sqlite3.Error:
+        return None
+
+
+def _observed_from(path: Path) -> ObservedMap:
+    meta = read_meta(path)
+    observed = ObservedMap(
+        torch_version=meta.get("torch_version", ""),
+        device=meta.get("device", ""),
+        torch_git_version=meta.get("torch_git_version", ""),
+        recorded_at=meta.get("recorded_at", ""),
+        paths=tuple(meta.get("paths") or ()),
+    )
+    baseline = meta.get("baseline") or {}
+    observed.baseline_aten.update(baseline.get("aten", ()))
+    observed.baseline_functions.update(baseline.get("functions", ()))
+    connection = _connect(path)
+    try:
+        pairs: dict[int, Pair] = {}
+        for pid, database, op, dtype, status in connection.execute(
+            "SELECT id, database, op, dtype, status FROM pairs"
+        ):
+            pair: Pair = (database, op, dtype)
+            if status == "ok":
+                pairs[pid] = pair
+                observed.recorded.add(pair)
+            else:
+                observed.failed[pair] = status
+        tables = {"aten": observed.by_aten, "functions": observed.by_function}
+        names = {nid: (kind, name) for nid, kind, name in connection.execute("SELECT * FROM names")}
+        for pid, nid in connection.execute("SELECT pair_id, name_id FROM uses"):
+            if pid in pairs:
+                kind, name = names[nid]
+                tables[kind].setdefault(name, set()).add(pairs[pid])
+    finally:
+        connection.close()
+    return observed
+
+
+def merged(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """`new` with the rows of `old` for pairs `new` did not record (a partial re-recording
+    replaces only its own pairs)."""
+    if old is None:
+        return new
+    mine = {(r["database"], r["op"], r["dtype"]) for r in new["pairs"]}
+    kept = [r for r in old["pairs"] if (r["database"], r["op"], r["dtype"]) not in mine]
+    rows = sorted([*kept, *new["pairs"]], key=lambda r: (r["database"], r["op"], r["dtype"]))
+    baseline = {
+        kind: sorted(set(old.get("baseline", {}).get(kind, ())) | set(names))
+        for kind, names in new.get("baseline", {}).items()
+    }
+    return new | {"pairs": rows, "baseline": baseline}

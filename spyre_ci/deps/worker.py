@@ -1,0 +1,132 @@
+"""The recording worker: `python -m spyre_ci.deps.worker [options]`, one device process.
+
+Imports torch. Reads pairs as JSON lines on stdin (`["opinfo", "add", "float16"]`) and
+answers each with one JSON line on stdout: the pair's row of the `spyre-ci/deps` document
+(`database`, `op`, `dtype`, `status`, `aten`, `functions`) plus `steps`, `errors` (steps that
+raised: part of the behaviour, not a failure) and `seconds`. Anything torch or the backend
+prints goes to stderr, so stdout carries only answers. `spyre-ci deps record` runs --jobs of
+these and restarts one that dies or hangs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import torch
+
+from spyre_ci.deps import ALL_PATHS
+from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
+from spyre_ci.deps.paths import RunSettings
+from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
+from spyre_ci.deps.symbols import SymbolResolver
+
+
+def record_pair(
+    entries: Entries, pair: Pair, settings: RunSettings, resolver: SymbolResolver
+) -> dict[str, Any]:
+    aten: set[str] = set()
+    calls = PythonCalls()
+    status, steps, errors = "ok", 0, 0
+    started, cpu_started = time.perf_counter(), time.process_time()
+    try:
+        with aten_ops(aten), python_calls(calls):
+            for result in run_steps(pair_steps(entries, pair, settings)):
+                steps += 1
+                errors += bool(result.error)
+    except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)
+        status = error_head(exc)
+    if status == "ok" and steps == 0:
+        status = "error: no samples"
+    functions = {resolver.resolve(key) for key in calls.code_keys()}
+    return {
+        "database": pair[0],
+        "op": pair[1],
+        "dtype": pair[2],
+        "status": status,
+        "aten": sorted(aten) if status == "ok" else [],
+        "functions": sorted(f for f in functions if f) if status == "ok" else [],
+        "steps": steps,
+        "errors": errors,
+        "seconds": round(time.perf_counter() - started, 3),
+        "cpu_seconds": round(time.process_time() - cpu_started, 3),
+    }
+
+
+def torch_root() -> Path:
+    """The directory that holds the imported `torch` package."""
+    return Path(torch.__file__).resolve().parent.parent
+
+
+def _answers() -> IO[str]:
+    """A private copy of stdout for answers; fd 1 itself then points at stderr."""
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out
+
+
+def parse_settings(argv: list[str] | None = None) -> tuple[argparse.Namespace, RunSettings]:
+    parser = argparse.ArgumentParser(prog="python -m spyre_ci.deps.worker")
+    parser.add_argument("--backend-module", default="torch_spyre_ref")
+    parser.add_argument("--compile-backend", default="spyre")
+    parser.add_argument("--max-samples", type=int, default=4)
+    parser.add_argument("--compile-samples", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--paths", default=",".join(ALL_PATHS))
+    args = parser.parse_args(argv)
+    device = open_device(args.backend_module)
+    settings = RunSettings(
+        device=device,
+        compile_backend=args.compile_backend,
+        max_samples=args.max_samples,
+        compile_samples=args.compile_samples,
+        seed=args.seed,
+        paths=tuple(p for p in args.paths.split(",") if p),
+    )
+    return args, settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    answers = _answers()
+    _, settings = parse_settings(argv)
+    entries = Entries()
+    resolver = SymbolResolver(torch_root())
+    hello = {
+        "device": settings.device,
+        "torch_version": torch.__version__,
+        "torch_git_version": torch.version.git_version,
+    }
+    answers.write(json.dumps({"hello": hello}) + "\n")
+    answers.flush()
+    warmed = False
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        database, op, dtype = json.loads(line)
+        pair = (database, op, dtype)
+        row = record_pair(entries, pair, settings, resolver)
+        if not warmed:
+            row = _after_warmup(row, record_pair(entries, pair, settings, resolver))
+            warmed = True
+        answers.write(json.dumps(row) + "\n")
+        answers.flush()
+    return 0
+
+
+def _after_warmup(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """The second recording of the first pair, with what only the first one ran (this
+    process's lazy imports and first-use initialisation) as `baseline`."""
+    second["baseline"] = {
+        kind: sorted(set(first[kind]) - set(second[kind])) for kind in ("aten", "functions")
+    }
+    return second
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

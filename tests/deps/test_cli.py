@@ -1,0 +1,96 @@
+"""`spyre-ci deps`: recording on the real reference device, the artifact, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from spyre_ci.cli import cli
+from spyre_ci.deps.store import load_observed
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["deps", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_record_then_export_import_and_load(tmp_path: Path) -> None:
+    cache, artifact = tmp_path / "cache", tmp_path / "map.json.gz"
+    code, out, _ = _run(
+        "record", "--ops", "nn.functional.silu", "--dtypes", "float32", "--max-samples", "1",
+        "--jobs", "1", "--cache-dir", str(cache), "--out", str(artifact), "--quiet",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "recorded 1 of 1 pairs (0 failed)" in out
+    doc = json.loads(gzip.decompress(artifact.read_bytes()))
+    (row,) = doc["pairs"]
+    assert (row["database"], row["op"], row["dtype"], row["status"]) == (
+        "opinfo", "nn.functional.silu", "float32", "ok",
+    )  # fmt: skip
+    assert doc["device"] == "spyre" and doc["torch_version"].startswith("2.13.0")
+    assert "torch/nn/functional.py::silu" in row["functions"]
+    assert any(f.startswith("torch/_dynamo/") for f in row["functions"])  # the compile path
+    assert {"silu", "silu_backward"} <= set(row["aten"])
+    assert doc["baseline"]["functions"]  # the worker's warm-up, kept apart
+    observed = load_observed(cache, "2.13.0", "spyre")
+    assert observed is not None
+    assert observed.pairs_running_function("torch/nn/functional.py", "silu") == {
+        ("opinfo", "nn.functional.silu", "float32")
+    }
+
+    code, out, _ = _run("import", str(artifact), "--cache-dir", str(tmp_path / "other"))
+    assert code == 0 and "imported 1 pairs (0 failed)" in out
+    code, out, _ = _run("show", "--cache-dir", str(tmp_path / "other"))
+    assert code == 0 and "spyre" in out
+    exported = tmp_path / "again.json"
+    code, out, _ = _run(
+        "export", "--torch-version", "2.13.0", "--device", "spyre", "--out", str(exported),
+        "--cache-dir", str(tmp_path / "other"),
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(exported.read_text())["pairs"] == doc["pairs"]
+
+
+def test_import_names_the_bad_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({
+        "schema": "spyre-ci/deps", "schema_version": 1, "torch_version": "2.13.0",
+        "device": "spyre", "pairs": [{"database": "opinfo", "op": "add", "dtype": "float16",
+                                      "status": "ok", "aten": ["add", 3]}],
+    }))  # fmt: skip
+    code, _, err = _run("import", str(bad), "--cache-dir", str(tmp_path))
+    assert code == 2
+    assert err.strip() == f"error: {bad}: pairs[0].aten: expected a list of strings"
+    assert not (tmp_path / "deps").exists() or not list((tmp_path / "deps").iterdir())
+    bad.write_text('{"schema": ')
+    code, _, err = _run("import", str(bad), "--cache-dir", str(tmp_path))
+    assert code == 2 and "not JSON: line 1 column 12" in err
+
+
+def test_bad_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    cache = ["--cache-dir", str(tmp_path)]
+    cases = {
+        ("record", "--dtypes", "float61"): "--dtypes: unknown dtype 'float61'",
+        ("record", "--manifest", str(tmp_path / "none.yaml")): f"{tmp_path / 'none.yaml'}: no such file",
+        ("record", "--ops", "no.such.op"): "no in-scope (op, dtype) pair matches no.such.op",
+        ("export", "--torch-version", "2.13.0", "--device", "spyre", "--out", str(tmp_path / "x")):
+            "no map recorded for torch 2.13.0 on spyre",
+    }  # fmt: skip
+    for args, message in cases.items():
+        code, _, err = _run(*args, *cache)
+        assert code == 2, args
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_a_backend_that_does_not_import_is_bad_input(tmp_path: Path) -> None:
+    code, _, err = _run(
+        "record", "--ops", "add", "--dtypes", "float32", "--backend-module", "no_such_backend",
+        "--cache-dir", str(tmp_path), "--quiet",
+    )  # fmt: skip
+    assert code == 2
+    assert "--backend-module no_such_backend: no worker started" in err
+    assert "No module named 'no_such_backend'" in err
+    assert not (tmp_path / "deps").exists()

@@ -1,0 +1,90 @@
+"""What a pair executes, seen on the real reference device (in this process)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import torch_spyre_ref  # noqa: F401  (registers the device)
+from spyre_ci.deps import ALL_PATHS
+from spyre_ci.deps.execute import Entries
+from spyre_ci.deps.paths import RunSettings
+from spyre_ci.deps.probes import PythonCalls, adopt_on_backward, aten_ops, python_calls
+from spyre_ci.deps.symbols import SymbolResolver
+from spyre_ci.deps.worker import record_pair, torch_root
+
+
+class _Doubling(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
+        threads.add(threading.get_ident())
+        return grad * 2
+
+
+threads: set[int] = set()
+
+
+def test_python_backward_on_the_autograd_thread_is_seen() -> None:
+    x = torch.ones(3, device="spyre", requires_grad=True)
+    calls = PythonCalls()
+    with python_calls(calls):
+        y = _Doubling.apply(x)
+        adopt_on_backward([y])
+        y.sum().backward()
+    assert threads and threading.get_ident() not in threads  # backward ran elsewhere
+    qualnames = {key[2] for key in calls.code_keys()}
+    assert "_Doubling.backward" in qualnames
+
+
+def test_composite_implicit_ops_are_seen_with_overloads() -> None:
+    seen: set[str] = set()
+    x = torch.ones(2, 3, device="spyre", requires_grad=True)
+    with aten_ops(seen):
+        torch.nn.functional.linear(x, torch.ones(4, 3, device="spyre")).sum().backward()
+    assert "linear" in seen  # CompositeImplicitAutograd: never reaches the backend itself
+    assert "mm" in seen or "addmm" in seen
+    assert "sum" in seen or "sum.dim_IntList" in seen
+    assert not any(name.startswith("aten::") for name in seen)
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, dict[str, object]]:
+    # torch.compile is covered by test_record_cli.py (a cold compile costs seconds)
+    eager_paths = tuple(p for p in ALL_PATHS if "compile" not in p)
+    settings = RunSettings(device="spyre", max_samples=2, paths=eager_paths)
+    entries, resolver = Entries(), SymbolResolver(torch_root())
+    pairs = [("opinfo", "nn.functional.silu", "float32"), ("opinfo", "add", "float32"),
+             ("opinfo", "no.such.op", "float32")]  # fmt: skip
+    return {p[1]: record_pair(entries, p, settings, resolver) for p in pairs}
+
+
+def test_a_pair_records_its_python_front_end_and_aten_ops(
+    recorded: dict[str, dict[str, object]],
+) -> None:
+    silu, add = recorded["nn.functional.silu"], recorded["add"]
+    assert silu["status"] == add["status"] == "ok"
+    assert "torch/nn/functional.py::silu" in silu["functions"]  # type: ignore[operator]
+    assert "torch/nn/functional.py::silu" not in add["functions"]  # type: ignore[operator]
+    assert {"silu", "silu_backward"} <= set(silu["aten"])  # type: ignore[call-overload]
+    assert {"add.Tensor", "add.out", "add_.Tensor"} <= set(add["aten"])  # type: ignore[call-overload]
+    # the sample input function is a dependency too
+    assert any(
+        f.startswith("torch/testing/_internal/") and "sample_inputs" in f
+        for f in add["functions"]  # type: ignore[attr-defined]
+    )
+
+
+def test_a_pair_that_cannot_run_is_recorded_with_its_status(
+    recorded: dict[str, dict[str, object]],
+) -> None:
+    row = recorded["no.such.op"]
+    assert (
+        row["status"] == "UnknownEntry: no opinfo entry 'no.such.op' in torch " + torch.__version__
+    )
+    assert row["aten"] == row["functions"] == []

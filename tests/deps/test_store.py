@@ -1,0 +1,157 @@
+"""Maps in the cache: whole-file writes, the version rule, the loader select calls."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from selection.observed import ObservedMap
+from spyre_ci.deps.store import (
+    find_map,
+    list_maps,
+    load_observed,
+    map_path,
+    merged,
+    read_document,
+    write_document,
+)
+
+
+def _doc(version: str = "2.13.0+cpu", device: str = "spyre", **extra: Any) -> dict[str, Any]:
+    return {
+        "schema": "spyre-ci/deps",
+        "schema_version": 1,
+        "torch_version": version,
+        "torch_git_version": "abc",
+        "device": device,
+        "recorded_at": extra.pop("recorded_at", "2026-12-01T09:00:00Z"),
+        "paths": ["eager", "backward"],
+        "settings": {"max_samples": 4},
+        "baseline": {"aten": [], "functions": ["torch/_dynamo/eval_frame.py::<module>"]},
+        "pairs": extra.pop(
+            "pairs",
+            [
+                {
+                    "database": "opinfo",
+                    "op": "add",
+                    "dtype": "float16",
+                    "status": "ok",
+                    "aten": ["add.Tensor", "add.out"],
+                    "functions": ["torch/_tensor.py::Tensor.__add__"],
+                    "steps": 8,
+                    "errors": 1,
+                    "seconds": 0.5,
+                },
+                {
+                    "database": "opinfo",
+                    "op": "nn.functional.gelu",
+                    "dtype": "float16",
+                    "status": "ok",
+                    "aten": ["gelu"],
+                    "functions": [
+                        "torch/_tensor.py::Tensor.__add__",
+                        "torch/nn/functional.py::gelu",
+                    ],
+                },
+                {
+                    "database": "moduleinfo",
+                    "op": "nn.Linear",
+                    "dtype": "float32",
+                    "status": "error: worker exited (-11)",
+                    "aten": [],
+                    "functions": [],
+                },
+            ],
+        ),
+    }
+
+
+def test_document_round_trips_through_sqlite(tmp_path: Path) -> None:
+    doc = _doc()
+    path = write_document(tmp_path, doc)
+    assert path == tmp_path / "deps" / "torch-2.13.0+cpu--spyre.sqlite"
+    back = read_document(path)
+    assert back["pairs"] == sorted(doc["pairs"], key=lambda r: (r["database"], r["op"], r["dtype"]))
+    assert {k: back[k] for k in ("torch_version", "device", "paths", "settings", "baseline")} == {
+        k: doc[k] for k in ("torch_version", "device", "paths", "settings", "baseline")
+    }
+    ObservedMap.from_document(back)  # a valid spyre-ci/deps document
+
+
+def test_load_observed_answers_what_select_asks(tmp_path: Path) -> None:
+    write_document(tmp_path, _doc())
+    observed = load_observed(tmp_path, "2.13.0", "spyre")
+    assert observed is not None
+    assert observed.pairs_running_function("torch/_tensor.py", "Tensor.__add__") == {
+        ("opinfo", "add", "float16"),
+        ("opinfo", "nn.functional.gelu", "float16"),
+    }
+    assert observed.pairs_running_aten("add") == {("opinfo", "add", "float16")}
+    assert observed.failed == {("moduleinfo", "nn.Linear", "float32"): "error: worker exited (-11)"}
+    assert not observed.is_recorded(("moduleinfo", "nn.Linear", "float32"))
+    assert observed.baseline_functions == {"torch/_dynamo/eval_frame.py::<module>"}
+    # the same map as the document form would give
+    from_doc = ObservedMap.from_document(_doc())
+    assert (observed.by_function, observed.baseline_functions) == (
+        from_doc.by_function,
+        from_doc.baseline_functions,
+    )
+
+
+def test_version_rule_ignores_local_labels_but_not_releases(tmp_path: Path) -> None:
+    write_document(tmp_path, _doc("2.13.0+cpu"))
+    assert find_map(tmp_path, "2.13.0", "spyre") is not None
+    assert find_map(tmp_path, "2.13.0+cu130", "spyre") is not None
+    assert find_map(tmp_path, "2.13.1", "spyre") is None
+    assert find_map(tmp_path, "2.13", "spyre") is None
+    assert find_map(tmp_path, "2.13.0", "openreg") is None
+    assert load_observed(tmp_path, "2.14.0", "spyre") is None
+
+
+def test_exact_version_wins_then_newest_recording(tmp_path: Path) -> None:
+    write_document(tmp_path, _doc("2.13.0+cpu", recorded_at="2026-12-02T00:00:00Z"))
+    write_document(tmp_path, _doc("2.13.0", recorded_at="2026-12-01T00:00:00Z"))
+    assert find_map(tmp_path, "2.13.0", "spyre") == map_path(tmp_path, "2.13.0", "spyre")
+    assert find_map(tmp_path, "2.13.0+cu130", "spyre") == map_path(tmp_path, "2.13.0+cpu", "spyre")
+
+
+def test_failed_write_keeps_the_previous_map_whole(tmp_path: Path) -> None:
+    write_document(tmp_path, _doc())
+    broken = _doc(pairs=[*_doc()["pairs"], {"database": "opinfo"}])  # a row missing its fields
+    with pytest.raises(KeyError):
+        write_document(tmp_path, broken)
+    assert [p.name for p in (tmp_path / "deps").iterdir()] == ["torch-2.13.0+cpu--spyre.sqlite"]
+    assert len(read_document(map_path(tmp_path, "2.13.0+cpu", "spyre"))["pairs"]) == 3
+
+
+def test_partial_recording_replaces_only_its_pairs() -> None:
+    old = _doc()
+    new = _doc(pairs=[{"database": "opinfo", "op": "add", "dtype": "float16", "status": "ok",
+                       "aten": ["add.Tensor"], "functions": []}])  # fmt: skip
+    new["baseline"] = {
+        "aten": [],
+        "functions": ["torch/_decomp/__init__.py::core_aten_decompositions"],
+    }
+    both = merged(old, new)
+    assert both["baseline"]["functions"] == [
+        "torch/_decomp/__init__.py::core_aten_decompositions",
+        "torch/_dynamo/eval_frame.py::<module>",
+    ]
+    rows = both["pairs"]
+    assert [(r["op"], r["aten"]) for r in rows] == [
+        ("nn.Linear", []),
+        ("add", ["add.Tensor"]),
+        ("nn.functional.gelu", ["gelu"]),
+    ]
+
+
+def test_unreadable_file_is_no_map(tmp_path: Path) -> None:
+    (tmp_path / "deps").mkdir()
+    (tmp_path / "deps" / "torch-2.13.0--spyre.sqlite").write_text("not sqlite")
+    assert list_maps(tmp_path) == []
+    assert load_observed(tmp_path, "2.13.0", "spyre") is None
+    with pytest.raises(sqlite3.DatabaseError):
+        read_document(tmp_path / "deps" / "torch-2.13.0--spyre.sqlite")

@@ -1,0 +1,75 @@
+"""The ground-truth runner: stable digests, and a real edit of torch's Python code (in a
+scratch copy first on PYTHONPATH) changes exactly the pairs that run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from spyre_ci.deps.scope import installed_torch_root
+from spyre_ci.deps.truth import changed_pairs, run_digests, scratch_torch
+
+SILU = ("opinfo", "nn.functional.silu", "float32")
+ADD = ("opinfo", "add", "float32")
+FAST = ["--max-samples", "2", "--paths", "eager,inplace,out,backward"]
+
+
+def test_digests_repeat_and_a_mutation_changes_only_its_users(tmp_path: Path) -> None:
+    before = run_digests([SILU, ADD], options=FAST)
+    again = run_digests([SILU, ADD], options=FAST)
+    assert before.device == "spyre"
+    assert {p: d.status for p, d in before.digests.items()} == {SILU: "ok", ADD: "ok"}
+    assert changed_pairs(before.digests, again.digests) == set()
+    assert {p: d.digest for p, d in before.digests.items()} == {
+        p: d.digest for p, d in again.digests.items()
+    }
+
+    scratch = scratch_torch(tmp_path / "scratch")
+    functional = scratch / "torch" / "nn" / "functional.py"
+    text = functional.read_text()
+    assert text.count("    return torch._C._nn.silu(input)\n") == 1
+    functional.write_text(text.replace("torch._C._nn.silu(input)\n", "torch._C._nn.silu(-input)\n"))
+    after = run_digests([SILU, ADD], pythonpath=[scratch], options=FAST)
+
+    assert Path(after.torch_file).is_relative_to(scratch)  # the copy was the torch imported
+    assert changed_pairs(before.digests, after.digests) == {SILU}
+    changed_paths = {
+        path
+        for path, digest in after.digests[SILU].paths.items()
+        if before.digests[SILU].paths[path] != digest
+    }
+    assert {"eager", "backward"} <= changed_paths
+    assert "inplace" not in changed_paths  # silu(inplace=True) takes the other branch
+    # the installed torch is untouched
+    installed = installed_torch_root() / "torch" / "nn" / "functional.py"
+    assert "torch._C._nn.silu(-input)" not in installed.read_text()
+
+
+def test_scratch_copy_links_what_is_not_python(tmp_path: Path) -> None:
+    scratch = scratch_torch(tmp_path / "scratch")
+    torch_dir = scratch / "torch"
+    assert not (torch_dir / "__init__.py").is_symlink()
+    assert (torch_dir / "lib").is_symlink()  # shared libraries: no Python inside
+    assert any(p.is_symlink() for p in torch_dir.glob("_C*.so"))
+
+
+def test_entry_point_rejects_bad_arguments() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "spyre_ci.deps.truth", "--pair", "add:float32"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "expected database:op:dtype" in done.stderr
+
+
+def test_entry_point_rejects_unknown_paths(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.json"
+    pairs.write_text(json.dumps([list(ADD)]))
+    done = subprocess.run(
+        [sys.executable, "-m", "spyre_ci.deps.truth", "--pairs-file", str(pairs), "--paths", "eager,nonsense"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "unknown path 'nonsense'" in done.stderr

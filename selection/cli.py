@@ -196,6 +196,14 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
     help="Wheel/mirror/LLM cache (default $SPYRE_CI_CACHE or ~/.cache/spyre-ci).",
 )
 @click.option(
+    "--deps",
+    default="auto",
+    show_default=True,
+    metavar="auto|none|FILE",
+    help="Recorded dependencies (spyre-ci deps record): auto = the cache's map for the base's "
+    "torch version and the device; none = static links only; or a spyre-ci/deps JSON artifact.",
+)
+@click.option(
     "--widen",
     type=click.Choice(["canary", "full"]),
     default="canary",
@@ -291,6 +299,7 @@ def _select(kw: dict[str, Any], console: Console) -> int:
         disabled=list(kw["disabled"]),
         device=DeviceProfile(kw["device_name"], kw["device_class_suffix"]),
         capabilities=kw["capabilities"],
+        deps=kw["deps"],
         tests=ReleaseTestSource(
             kw["tests_remote"] if kw["fetch_tests"] else None, kw["tests_timeout"]
         ),

@@ -64,7 +64,12 @@ class ObservedMap:
         return pair in self.recorded
 
     def pairs_running_aten(self, name: str) -> set[Pair]:
-        """Pairs that dispatched this ATen op; "add" (no overload) means any overload of add."""
+        """Pairs that dispatched this ATen op; "add" (no overload) means any overload of add.
+        What the recording ran in its warm-up may serve every pair."""
+        if name in self.baseline_aten or any(
+            a.split(".", 1)[0] == name for a in self.baseline_aten
+        ):
+            return set(self.recorded)
         if "." in name:
             return set(self.by_aten.get(name, ()))
         found: set[Pair] = set()
@@ -74,7 +79,11 @@ class ObservedMap:
         return found
 
     def pairs_running_function(self, path: str, qualname: str) -> set[Pair]:
-        return set(self.by_function.get(f"{path}::{qualname}", ()))
+        """Pairs that executed the function; one run in the warm-up may serve every pair."""
+        name = f"{path}::{qualname}"
+        if name in self.baseline_functions:
+            return set(self.recorded)
+        return set(self.by_function.get(name, ()))
 
     def to_document(self) -> dict[str, Any]:
         aten_of: dict[Pair, list[str]] = {p: [] for p in self.recorded}

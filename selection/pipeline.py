@@ -7,6 +7,7 @@ range or a pull request in a PyTorch clone, or a diff file applied onto a base.
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +21,11 @@ from selection.enumerate import DeviceProfile
 from selection.errors import BadInput
 from selection.hooks import Stage, UnknownStage
 from selection.model import Revision
+from selection.observed import ObservedMap
 from selection.sources import repo as repo_source
 from selection.sources.analysis_cache import AnalysisCache
+from selection.sources.deps_artifact import BadArtifact, read_artifact
+from selection.sources.deps_store import load_observed
 from selection.sources.mirror import Mirror
 from selection.sources.release_tests import (
     ReleaseTestSource,
@@ -54,6 +58,7 @@ class SelectOptions:
     capabilities: Path | None = None  # default: the shipped capability file
     available_versions: Callable[[], list[str]] = available_versions
     tests: ReleaseTestSource = field(default_factory=ReleaseTestSource)  # release test/ trees
+    deps: str = "auto"  # recorded dependency map: auto (the cache's) | none | a JSON artifact
 
 
 def _conflicts(options: SelectOptions) -> list[str]:
@@ -197,6 +202,8 @@ def prepare(
         if options.capabilities is not None:  # asked for by name: not usable is bad input
             raise BadInput(f"--capabilities {options.capabilities}: {facts.problem}")
         extra.append(facts.problem)
+    observed, deps_note = _observed(options, base, base_trees)
+    extra.append(deps_note)
     request = SelectionRequest(
         base,
         head,
@@ -208,9 +215,51 @@ def prepare(
         options.widen,
         mode,
         facts,
+        observed=observed,
         cache=AnalysisCache(options.cache / "analysis.sqlite"),
     )
     return request, extra
+
+
+_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+def base_torch_version(base: Revision, trees: ParsedTrees) -> str:
+    """The base's torch version: the release's, else what its torch/version.py says."""
+    if base.version:
+        return base.version
+    found = _VERSION_LINE.search(trees.tree.read("torch/version.py") or "")
+    return found.group(1) if found else ""
+
+
+def _observed(
+    options: SelectOptions, base: Revision, trees: ParsedTrees
+) -> tuple[ObservedMap | None, str]:
+    """The recorded dependency map to use, and a note saying which (or why none)."""
+    device = options.device.name
+    if options.deps == "none":
+        return None, "recorded dependencies: not used (--deps none): static links only"
+    if options.deps != "auto":
+        path = Path(options.deps)
+        try:
+            observed = ObservedMap.from_document(read_artifact(path))
+        except BadArtifact as exc:
+            raise BadInput(f"--deps {path}: {exc}") from exc
+        return (
+            observed,
+            f"recorded dependencies: {path} (torch {observed.torch_version} on {observed.device})",
+        )
+    version = base_torch_version(base, trees)
+    found = load_observed(options.cache, version, device) if version else None
+    if found is None:
+        return None, (
+            f"recorded dependencies: none for torch {version or '(unknown version)'} on {device} "
+            "in the cache: static links only (record one with `spyre-ci deps record`)"
+        )
+    return found, (
+        f"recorded dependencies: torch {found.torch_version} on {found.device}, "
+        f"{len(found.recorded)} (op, dtype) pairs"
+    )
 
 
 def run_pipeline(

@@ -46,11 +46,25 @@ class MapStage:
             "blind_spots": len(result.blind_spots),
         }
         notes = []
+        in_scope = {
+            (i.database, i.op, i.dtype) for i in state.reused if i.op is not None and i.dtype
+        }
+        unrecorded = len(in_scope - observed.recorded) if observed is not None else len(in_scope)
+        counts["pairs_in_scope"] = len(in_scope)
+        counts["pairs_without_recording"] = unrecorded
         if observed is not None:
             notes.append(
                 f"recorded dependencies: torch {observed.torch_version} on {observed.device} "
-                f"({len(observed.recorded)} (op, dtype) pairs)"
+                f"({len(observed.recorded)} (op, dtype) pairs); {unrecorded} of the "
+                f"{len(in_scope)} in-scope pairs have no recording (static links for those)"
             )
+        else:
+            notes.append(
+                f"no recorded dependencies: static links for all {len(in_scope)} in-scope "
+                "(op, dtype) pairs (`spyre-ci deps record`)"
+            )
+        if unrecorded:
+            state.notes.append(notes[-1])
         return StageReport(self.name, counts, notes)
 
     @staticmethod

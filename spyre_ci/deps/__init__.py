@@ -4,7 +4,7 @@ Torch-free entry points (torch is imported only by the worker processes and the 
 runner's `digest_pairs`):
 
 - `spyre-ci deps record|export|import|show` (`spyre_ci.deps.cli`);
-- `spyre_ci.deps.store.load_observed(cache_dir, torch_version, device) -> ObservedMap | None`,
+- `selection.sources.deps_store.load_observed(cache_dir, torch_version, device) -> ObservedMap | None`,
   the map `spyre-ci select` consumes (docs/deps.md);
 - `spyre_ci.deps.truth`: the ground-truth runner for the mutation benchmark.
 """

@@ -21,9 +21,9 @@ from rich.table import Table
 
 from selection.observed import Pair
 from spyre_ci.deps import ALL_PATHS
-from spyre_ci.deps.artifact import BadArtifact, read_artifact, write_artifact
+from selection.sources.deps_artifact import BadArtifact, read_artifact, write_artifact
 from spyre_ci.deps.scope import PairFilter, ScopeError, capability_filter
-from spyre_ci.deps.store import (
+from selection.sources.deps_store import (
     list_maps,
     map_path,
     merged,
@@ -202,7 +202,7 @@ def _record_with_progress(console: Console, pairs: list[Pair], options: Any, rec
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help=_CACHE_HELP)
 def export_command(torch_version: str, device: str, out: Path, cache_dir: Path | None) -> None:
     """Write a recorded map as a `spyre-ci/deps` JSON artifact."""
-    from spyre_ci.deps.store import choose_map
+    from selection.sources.deps_store import choose_map
 
     cache = cache_dir or default_cache()
     maps = list_maps(cache)

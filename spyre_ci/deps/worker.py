@@ -22,6 +22,7 @@ import torch
 
 from spyre_ci.deps import ALL_PATHS
 from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
+from spyre_ci.deps.memos import clear_torch_caches
 from spyre_ci.deps.paths import RunSettings
 from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
 from spyre_ci.deps.symbols import SymbolResolver
@@ -32,6 +33,7 @@ def record_pair(
 ) -> dict[str, Any]:
     aten: set[str] = set()
     calls = PythonCalls()
+    clear_torch_caches()  # so memoized code is credited to every pair relying on it
     status, steps, errors = "ok", 0, 0
     started, cpu_started = time.perf_counter(), time.process_time()
     try:

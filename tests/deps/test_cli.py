@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from spyre_ci.cli import cli
-from spyre_ci.deps.store import load_observed
+from selection.sources.deps_store import load_observed
 
 
 def _run(*args: str) -> tuple[int, str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from selection.observed import ObservedMap
-from spyre_ci.deps.store import (
+from selection.sources.deps_store import (
     find_map,
     list_maps,
     load_observed,

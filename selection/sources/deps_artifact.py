@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from selection.observed import BadDepsDocument, ObservedMap
-from spyre_ci.deps.store import ROW_EXTRAS
+from selection.sources.deps_store import ROW_EXTRAS
 
 
 class BadArtifact(ValueError):

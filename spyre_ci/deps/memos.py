@@ -1,0 +1,60 @@
+"""Clear torch's memoized functions between pairs, so each pair's recording sees what it runs.
+
+A function behind `functools.lru_cache` / `functools.cache` runs only the first time its
+arguments are seen in a process: without clearing, the first pair that needs it is credited
+with it (and with everything it calls) and later pairs that rely on the cached value are
+not -- yet a change to the function changes their results too. Clearing every such cache
+of the `torch` package before each pair makes each recording see the memoized code it
+depends on. (Memos kept in plain dicts cannot be found this way: docs/deps.md.)
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+_CacheWrapper = functools._lru_cache_wrapper  # the type lru_cache and cache return
+
+
+def _unwrapped(value: object) -> object:
+    """A staticmethod's or classmethod's function; anything else as it is (no getattr on
+    arbitrary objects, and type() rather than isinstance(): some objects answer attribute
+    reads, `__class__` included, with side effects or deprecation warnings)."""
+    if type(value) in (staticmethod, classmethod):
+        return value.__func__  # type: ignore[attr-defined]
+    return value
+
+
+def _caches_in(namespace: dict[str, Any]) -> Iterator[Any]:
+    for value in list(namespace.values()):
+        target = _unwrapped(value)
+        if type(target) is _CacheWrapper:
+            yield target
+        elif type(value) is type and str(vars(value).get("__module__", "")).startswith("torch"):
+            for member in list(vars(value).values()):
+                inner = _unwrapped(member)
+                if type(inner) is _CacheWrapper:
+                    yield inner
+
+
+def torch_caches() -> list[Any]:
+    """Every lru_cache wrapper defined in a loaded module of the torch package."""
+    found: dict[int, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "torch" or name.startswith("torch.")):
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict):
+            for cache in _caches_in(namespace):
+                found[id(cache)] = cache
+    return list(found.values())
+
+
+def clear_torch_caches() -> int:
+    """Clear them all; the number cleared (modules loaded since the last call included)."""
+    caches = torch_caches()
+    for cache in caches:
+        cache.cache_clear()
+    return len(caches)

@@ -20,9 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from selection.observed import Pair
-from spyre_ci.deps import ALL_PATHS
 from selection.sources.deps_artifact import BadArtifact, read_artifact, write_artifact
-from spyre_ci.deps.scope import PairFilter, ScopeError, capability_filter
 from selection.sources.deps_store import (
     list_maps,
     map_path,
@@ -31,6 +29,8 @@ from selection.sources.deps_store import (
     summarize,
     write_document,
 )
+from spyre_ci.deps import ALL_PATHS
+from spyre_ci.deps.scope import PairFilter, ScopeError, capability_filter
 
 EXIT_BAD_INPUT = 2
 _CACHE_HELP = "cache (default $SPYRE_CI_CACHE or ~/.cache/spyre-ci); maps live in <cache>/deps/"

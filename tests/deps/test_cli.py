@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from spyre_ci.cli import cli
 from selection.sources.deps_store import load_observed
+from spyre_ci.cli import cli
 
 
 def _run(*args: str) -> tuple[int, str, str]:

@@ -140,7 +140,7 @@ def test_failed_tests_histories_suspect_range_and_a_flaky_rerun(
         status_a = _status(loop, TEST_A)
 
         # a re-run (attempt 2) of commit 2 where test A passes: A is flaky, B still fails
-        rerun = {"run_attempt": 2, "check_run_id": 9002}
+        rerun: dict[str, Any] = {"run_attempt": 2, "check_run_id": 9002}
         assert loop.callback(REPO, second, status="in_progress", **rerun).status_code == 200
         flaky = _completed(loop, second, run_report([TEST_B], [TEST_A, TEST_C]), **rerun)
         assert flaky.status_code == 200, flaky.text

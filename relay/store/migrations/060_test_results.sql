@@ -54,5 +54,6 @@ CREATE TABLE test_status (
     updated_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (repo, test_key)
 );
+CREATE INDEX test_status_test ON test_status (test_key);
 CREATE INDEX test_status_repo_flaky ON test_status (repo, flaky_at);
 CREATE INDEX test_status_updated ON test_status (updated_at);

@@ -132,3 +132,23 @@ def test_suspect_change_from_the_cause_chain_read_defensively() -> None:
         assert suspect_change(found.get(test_id)) is None
     assert suspect_change([{"stage": "map"}]) is None
     assert selection_range('{"base": "not a sha"}') == (None, None)
+
+
+def test_check_run_summary_names_the_failed_tests_and_an_infrastructure_failure() -> None:
+    from relay.checks import MAX_SUMMARY, check_run_request
+
+    report = {"tests": {"failures": [{"id": "test/t.py::T::test_a", "message": "AssertionError: x\nmore"}] * 3000,
+                        "failures_listed": 3000}}  # fmt: skip
+    row = {
+        "repo": "acme/l4", "workflow_name": "ci", "job_name": "report", "run_id": 7, "pr_number": 2,
+        "status": "completed", "conclusion": "failure", "tests_total": 3000, "tests_passed": 0,
+        "tests_failed": 3000, "tests_skipped": 0, "last_payload": json.dumps({"run_report": report}),
+    }  # fmt: skip
+    summary = check_run_request(row, "a" * 40, "http://relay/x")["output"]["summary"]
+    assert "Failed tests (3000, the first 3000 here):" in summary
+    assert "- `test/t.py::T::test_a`: AssertionError: x" in summary and "more" not in summary
+    assert len(summary) <= MAX_SUMMARY  # GitHub's limit
+    infra = {**row, "failure_kind": "infrastructure", "failure_step": "select / checkout",
+             "last_payload": "{}"}  # fmt: skip
+    text = check_run_request(infra, "a" * 40, "http://relay/x")["output"]["summary"]
+    assert "Infrastructure failure (select / checkout): not a test regression." in text

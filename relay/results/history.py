@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 CODES = {"passed": "p", "failed": "f", "error": "e", "xfailed": "x"}
 FAILING = frozenset({"f", "e"})
@@ -55,18 +56,25 @@ def entry(at: float, outcome: str, sha: str | None, delivery_id: str, attempt: i
     return Entry(round(at, 3), CODES[outcome], (sha or "")[:SHA_CHARS], delivery_id, attempt)
 
 
-def decode(text: str | None) -> list[Entry]:
-    """The stored JSON list; anything malformed is dropped, never an error page."""
+def raw(text: str | None) -> list[list[Any]]:
+    """The stored JSON list as lists `[at, code, sha, delivery_id, attempt]`; anything
+    malformed is dropped, never an error page."""
     try:
-        raw = json.loads(text) if text else []
+        found = json.loads(text) if text else []
     except ValueError:
         return []
-    out = []
-    for item in raw if isinstance(raw, list) else []:
-        if isinstance(item, list) and len(item) >= 4 and item[1] in FAILING | OK:
-            attempt = item[4] if len(item) > 4 and isinstance(item[4], int) else 1
-            out.append(Entry(float(item[0]), str(item[1]), str(item[2]), str(item[3]), attempt))
-    return out
+    if not isinstance(found, list):
+        return []
+    return [
+        e
+        for e in found
+        if isinstance(e, list) and len(e) == 5 and e[1] in FAILING | OK
+        and isinstance(e[0], int | float) and isinstance(e[4], int)
+    ]  # fmt: skip
+
+
+def decode(text: str | None) -> list[Entry]:
+    return [Entry(float(e[0]), str(e[1]), str(e[2]), str(e[3]), e[4]) for e in raw(text)]
 
 
 def encode(history: Sequence[Entry]) -> str:
@@ -82,13 +90,28 @@ class Added:
 def add(history: Sequence[Entry], new: Entry, limit: int, last_pass_sha: str | None) -> Added:
     """`history` with `new` in its place (newest first, at most `limit`; a repeat of the
     same delivery and attempt replaces the old entry)."""
-    kept = [e for e in history if (e.delivery_id, e.attempt) != (new.delivery_id, new.attempt)]
-    same_sha = [e for e in kept if new.sha and e.sha == new.sha]
-    flaky = any(e.failing != new.failing for e in same_sha) or bool(
-        new.failing and new.sha and last_pass_sha and last_pass_sha[:SHA_CHARS] == new.sha
-    )
-    merged = sorted([*kept, new], key=lambda e: (e.at, e.attempt), reverse=True)
-    return Added(merged[:limit], flaky)
+    merged, flaky = add_raw([e.as_list() for e in history], new.as_list(), limit, last_pass_sha)
+    return Added(decode(json.dumps(merged)), flaky)
+
+
+def add_raw(
+    history: list[list[Any]], new: list[Any], limit: int, last_pass_sha: str | None
+) -> tuple[list[list[Any]], bool]:
+    """`add` on the stored form (lists `[at, code, sha, delivery, attempt]`), which is what
+    the callback rewrites for each of a run's 2,000 tests: no objects per entry."""
+    at, code, sha, delivery, attempt = new
+    failing = code in FAILING
+    kept = [e for e in history if len(e) > 4 and (e[3], e[4]) != (delivery, attempt)]
+    flaky = any(
+        e[2] == sha and (e[1] in FAILING) != failing for e in kept
+    ) if sha else False  # fmt: skip
+    if failing and sha and last_pass_sha and last_pass_sha[:SHA_CHARS] == sha:
+        flaky = True
+    position = 0
+    while position < len(kept) and (kept[position][0], kept[position][4]) > (at, attempt):
+        position += 1
+    kept.insert(position, new)
+    return kept[:limit], flaky
 
 
 @dataclass(frozen=True)

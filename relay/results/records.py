@@ -253,14 +253,14 @@ def _status_row(
 ) -> tuple[Any, ...]:
     row = row or {}
     last_pass = (row.get("last_pass_at"), row.get("last_pass_sha"), row.get("last_pass_delivery"))
-    added = history.add(history.decode(row.get("history")), new, limit, last_pass[1])
+    kept, flaky_now = history.add_raw(
+        history.raw(row.get("history")), new.as_list(), limit, last_pass[1]
+    )
     if new.code == "p" and (last_pass[0] is None or new.at >= float(last_pass[0])):
         last_pass = (new.at, new.sha, new.delivery_id)
     flaky = (int(row.get("flaky_count") or 0), row.get("flaky_at"), row.get("flaky_sha"))
-    if added.flaky:
+    if flaky_now:
         flaky = (flaky[0] + 1, now, new.sha)
-    newest = added.history[0]
-    return (
-        repo, tkey, node_id, history.encode(added.history), newest.code, newest.at,
-        *last_pass, *flaky, now,
-    )  # fmt: skip
+    newest = kept[0]
+    encoded = json.dumps(kept, separators=(",", ":"))
+    return (repo, tkey, node_id, encoded, newest[1], newest[0], *last_pass, *flaky, now)

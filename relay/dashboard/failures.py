@@ -82,6 +82,11 @@ def verdict(
     return out
 
 
+def message_of(row: Row) -> dict[str, Any]:
+    """What a failed test's row says: outcome, message (text, never markup), location."""
+    return {"outcome": row["outcome"], "message": row["message"] or "", "location": row["location"]}
+
+
 def failure_view(
     row: Row,
     status: Row | None,
@@ -92,9 +97,7 @@ def failure_view(
     repo = str(row["repo"])
     view: dict[str, Any] = {
         "id": row["node_id"],
-        "outcome": row["outcome"],
-        "message": row["message"] or "",
-        "location": row["location"],
+        **message_of(row),
         "duration": row["duration"],
         "shard": row["shard"],
         "test_url": page_of_test(str(row["node_id"]), repo),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from relay.dashboard import results_queries
-from relay.dashboard.failures import entries_of, history_view, run_url, verdict
+from relay.dashboard.failures import entries_of, history_view, message_of, run_url, verdict
 from relay.results.records import node_key
 from relay.store.base import Tx
 
@@ -38,9 +38,7 @@ def one_test_page(tx: Tx, now: float, node_id: str, repo: str | None) -> dict[st
                 "last_pass": last_pass.as_dict() if last_pass else None,
                 "failures": [
                     {
-                        "outcome": f["outcome"],
-                        "message": f["message"] or "",
-                        "location": f["location"],
+                        **message_of(f),
                         "head_sha": f["head_sha"],
                         "at": f["event_at"],
                         "url": run_url(str(f["delivery_id"]), backend),

@@ -163,7 +163,7 @@ class _Runner:
         if not (self.reporting and self.total_steps) or finished == "report-report":
             return
         done = min(len(self.steps), self.total_steps)
-        log = self.run.workdir / "logs" / "progress.log"
+        log = self.run.workdir / "progress.log"  # not a step: kept out of logs/
         with log.open("a") as sink:
             subprocess.run(
                 [*SPYRE_CI, "ci", "callback", "--status", "in_progress",

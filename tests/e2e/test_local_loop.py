@@ -63,7 +63,9 @@ def _cells(url: str) -> dict[int | str, dict[str, Any]]:
     return found
 
 
-def test_make_serve_demo_shows_the_whole_loop(tmp_path: Path) -> None:
+def test_make_serve_demo_shows_the_whole_loop(
+    tmp_path: Path, browser: Any, artifacts: Path
+) -> None:
     demo = _spyre_ci("ci", "demo", "--dir", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stderr
     assert "PR #102 (breaks add)" in demo.stdout
@@ -91,7 +93,7 @@ def test_make_serve_demo_shows_the_whole_loop(tmp_path: Path) -> None:
         red = httpx.get(f"{relay.url}{run_page}", timeout=10)
         red_run = httpx.get(f"{relay.url}/api{run_page}", timeout=10).json()
         page = httpx.get(f"{relay.url}/crcr/{LOCAL}", timeout=10).text
-        shot = _screenshot(f"{relay.url}{run_page}", "12-demo-red-pr-run")
+        shot = _screenshot(browser, f"{relay.url}{run_page}", artifacts / "12-demo-red-pr-run.png")
 
     assert (cells[101]["conclusion"], cells[101]["tests"]["passed"]) == ("success", 2)
     assert (cells[102]["conclusion"], cells[102]["tests"]["failed"]) == ("failure", 2)
@@ -135,19 +137,12 @@ def _wait_for(relay: RelayServer, tmp_path: Path, count: int, what: str) -> dict
         raise AssertionError(f"local runs did not complete:\n{logs}\n{relay.log()}") from None
 
 
-def _screenshot(url: str, name: str) -> str:
-    """The page in Debian's headless Chromium, as a person opens it: its text (and a PNG)."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.dashboard.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            tab = browser.new_page(viewport={"width": 1400, "height": 900})
-            tab.goto(url)
-            tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-            return str(tab.locator("table.failures").inner_text())
-        finally:
-            browser.close()
+def _screenshot(browser: Any, url: str, path: Path) -> str:
+    """The page in Debian's headless Chromium, as a person opens it: its failures' text (and a PNG)."""
+    tab = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        tab.goto(url)
+        tab.screenshot(path=str(path), full_page=True)
+        return str(tab.locator("table.failures").inner_text())
+    finally:
+        tab.close()

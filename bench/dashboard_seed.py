@@ -7,12 +7,16 @@ with a selection report summary. Deterministic (seeded random).
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from relay.store import Store
+from tests.support.relay_server import FIXTURES
+
+_PR_FIXTURE = json.loads((FIXTURES / "pull_request.opened.payload.json").read_text())
 
 DAY = 86_400.0
 BACKENDS = (
@@ -36,6 +40,22 @@ class SeedShape:
     days: int = 30
     events_per_day: int = 300
     backends: int = 10
+
+
+def _webhook(ev: dict) -> str:
+    """The stored webhook, full size (a real pull_request payload is ~28 KB): the grid and
+    the change pages read the PR's title from it."""
+    if ev["type"] == "pull_request":
+        payload = copy.deepcopy(_PR_FIXTURE)
+        payload["number"] = payload["pull_request"]["number"] = ev["pr"]
+        payload["pull_request"]["title"] = f"[inductor] Fix the lowering of op {ev['pr'] % 977}"
+        payload["pull_request"]["head"]["sha"] = ev["sha"]
+        return json.dumps(payload)
+    if ev["type"] == "push":
+        head = {"id": ev["sha"], "message": f"Land #{ev['id']}: speed up the add kernel\n\nBody."}
+        return json.dumps({"ref": "refs/heads/main", "after": ev["sha"], "head_commit": head,
+                           "repository": {"full_name": "pytorch/pytorch"}})  # fmt: skip
+    return "{}"
 
 
 def seed(store: Store, now: float, shape: SeedShape = SeedShape(), rng_seed: int = 8) -> int:
@@ -62,7 +82,7 @@ def seed(store: Store, now: float, shape: SeedShape = SeedShape(), rng_seed: int
                     "dispatch",
                     ev["pr"],
                     ev["sha"],
-                    "{}",
+                    _webhook(ev),
                     ev["at"],
                 ),
             )

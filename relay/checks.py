@@ -20,6 +20,7 @@ LABEL_PREFIX = "ciflow/crcr/"
 CHECK_NAME_PREFIX = "crcr/"
 MAX_STATUS_DESCRIPTION = 140
 MAX_CHECK_NAME = 255
+MAX_SUMMARY = 65535  # GitHub's limit on a check run's output.summary
 
 
 def wants_report(level: str | None, device: str | None, labels: tuple[str, ...]) -> bool:
@@ -122,7 +123,34 @@ def _summary(row: Row) -> str:
             lines.append("Marked timed_out by the relay: no completion was reported in time.")
         else:
             lines.append(f"Marked {conclusion} by the relay: {_relay_reason(row)}.")
-    return "\n\n".join(lines)[:65535]
+    elif row.get("failure_kind") == "infrastructure":
+        lines.append(
+            f"Infrastructure failure ({row.get('failure_step') or 'no test ran'}): not a test regression."
+        )
+    lines += _failed_tests(row)
+    lines.append("Details: the relay's run page (failed tests, messages, history, log).")
+    return _cut("\n\n".join(lines), MAX_SUMMARY)
+
+
+def _failed_tests(row: Row) -> list[str]:
+    """The failed tests the run reported (the first ones, as the stored payload keeps them)."""
+    try:
+        payload = json.loads(row.get("last_payload") or "{}")
+    except ValueError:
+        return []
+    report = payload.get("run_report") if isinstance(payload, dict) else None
+    tests = report.get("tests") if isinstance(report, dict) else None
+    if not isinstance(tests, dict) or not isinstance(tests.get("failures"), list):
+        return []
+    items = []
+    for failure in tests["failures"]:
+        if isinstance(failure, dict):
+            first = str(failure.get("message") or "").strip().splitlines()[:1]
+            items.append(f"- `{failure.get('id')}`" + (f": {first[0][:300]}" if first else ""))
+    if not items:
+        return []
+    listed = tests.get("failures_listed", len(items))
+    return [f"Failed tests ({listed}, the first {len(items)} here):\n" + "\n".join(items)]
 
 
 def _relay_reason(row: Row) -> str:

@@ -159,6 +159,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 EXTRA_SECTIONS: dict[str, str] = {
     "callbacks": "relay.callbacks.settings:CallbackSettings",
     "dashboard": "relay.dashboard.app:DashboardSettings",
+    "results": "relay.results.settings:ResultsSettings",
 }
 
 

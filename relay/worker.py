@@ -57,6 +57,8 @@ PERIODIC_TASKS: dict[str, tuple[str, float | None]] = {
     "callback_timeouts": ("relay.sweepers:timeouts_task", 60.0),
     "redeliver_failed_webhooks": ("relay.sweepers:redeliver_task", 300.0),
     "poll_tags": ("relay.sweepers:tags_task", 600.0),
+    # issue 13: retention of per-test results (extra.results.retention_days)
+    "prune_test_results": ("relay.results.prune:prune_task", 3600.0),
 }
 
 

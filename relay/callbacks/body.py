@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from relay.dispatch.payload import slim_payload
+from relay.results.report import Progress, RunReport
 
 PERIODIC_EVENTS = frozenset({"nightly", "periodic"})
 CONCLUSIONS = frozenset(
@@ -135,6 +136,9 @@ class CallbackBody(BaseModel):
     callback_token: str | None = None
     workflow: WorkflowReport
     selection: SelectionReport | None = None
+    # spyre-ci's additions (relay/results/report.py); a CRCR callback action sends neither.
+    run_report: RunReport | None = None
+    progress: Progress | None = None
 
     @property
     def is_periodic(self) -> bool:
@@ -144,10 +148,16 @@ class CallbackBody(BaseModel):
         """What job_runs.last_payload keeps and the HUD receives as callback_payload.
 
         Not the callback token (a credential), not the selection report (stored in
-        selection_reports; referenced by id), and the echoed webhook slimmed to the
-        fields downstream workflows read (a pull_request payload is ~25 KB per job).
+        selection_reports; referenced by id), the run report only in its compact form
+        (counts, the first failures; its rows are in test_failures and test_status), and
+        the echoed webhook slimmed to the fields downstream workflows read (a
+        pull_request payload is ~25 KB per job).
         """
-        data = self.model_dump(mode="json", exclude={"callback_token", "selection"})
+        data = self.model_dump(
+            mode="json", exclude={"callback_token", "selection", "run_report", "progress"}
+        )
+        if self.run_report is not None:
+            data["run_report"] = self.run_report.compact()
         if data.get("payload"):
             data["payload"] = slim_payload(data["payload"])
             data["payload_slimmed"] = True
@@ -161,6 +171,10 @@ class CallbackBody(BaseModel):
             "workflow": self.workflow.model_dump(mode="json"),
             "selection": None if self.selection is None else self.selection.model_dump(),
         }
+        # Not `progress`: an in_progress repeated to say how far the run is stays the
+        # same report (a repeat), which only updates the progress.
+        if self.run_report is not None:
+            reported["run_report"] = self.run_report.model_dump(mode="json")
         canonical = json.dumps(reported, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from relay.callbacks.body import CallbackBody, iso_seconds
 from relay.callbacks.state_machine import JobKey, JobState
+from relay.results.classify import swept_kind
 from relay.store import Row, Tx
 
 KEY_WHERE = "delivery_id = ? AND repo = ? AND run_id = ? AND run_attempt = ? AND job_name = ?"
@@ -186,10 +187,11 @@ def _upsert(tx: Tx, key: JobKey, columns: dict[str, Any], insert_only: bool) -> 
 
 def mark_swept(tx: Tx, key: JobKey, state: JobState, now: float) -> bool:
     """The sweeper's write; only if the job is still in progress (another writer may win)."""
+    verdict = swept_kind(state.conclusion)
     changed = tx.execute(
         "UPDATE job_runs SET status = ?, conclusion = ?, completed_received_at = ?,"
-        f" execution_time = ?, swept_at = ?, updated_at = ? WHERE {KEY_WHERE}"
-        " AND status = 'in_progress'",
+        " execution_time = ?, swept_at = ?, updated_at = ?, failure_kind = ?, failure_step = ?"
+        f" WHERE {KEY_WHERE} AND status = 'in_progress'",
         (
             state.status,
             state.conclusion,
@@ -197,6 +199,8 @@ def mark_swept(tx: Tx, key: JobKey, state: JobState, now: float) -> bool:
             state.execution_time,
             now,
             now,
+            verdict.kind,
+            verdict.step,
             *key_params(key),
         ),
     )

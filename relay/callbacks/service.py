@@ -39,6 +39,8 @@ from relay.callbacks.state_machine import (
 )
 from relay.jwks import http_get_json
 from relay.oidc import CallerIdentity, Forbidden, OidcVerifier, Unauthenticated
+from relay.results.records import record_callback, record_progress
+from relay.results.settings import results_settings
 from relay.store import Tx
 
 if TYPE_CHECKING:
@@ -79,6 +81,7 @@ class CallbackService:
         self.limiter = TokenBucketLimiter(
             self.settings.rate_per_second, self.settings.rate_burst, state.clock
         )
+        self.history_length = results_settings(state.config.extra).history_length
 
     def handle(self, authorization: str | None, raw: bytes) -> Answer:
         try:
@@ -163,6 +166,8 @@ class CallbackService:
                     raise _refuse(outcome.http_status, outcome.reason)
                 if not isinstance(outcome, Accepted):
                     assert current is not None
+                    if body.progress is not None and current.status == "in_progress":
+                        record_progress(tx, key, body.progress)  # the same report, further on
                     return Answer(200, _answer(current, outcome.status))
                 selection_id = self._save_selection(tx, body, key, now)
                 facts = dataclasses.replace(facts, selection_id=selection_id)
@@ -170,6 +175,8 @@ class CallbackService:
                     break
             else:
                 raise _refuse(409, "conflict: concurrent callbacks for this job; retry")
+            event = (dispatch.dispatched_at, dispatch.head_sha)
+            record_callback(tx, key, body, event, self.history_length, now)
             enqueue_effects(tx, self.state, self.settings, key, level, device, dispatch.labels, now)
         log.info(
             "callback accepted: %s %s %s",
@@ -201,6 +208,7 @@ class CallbackService:
             now = self.state.clock.now()
             selection_id = self._save_selection(tx, body, key, now)
             record_periodic(tx, key, body, selection_id, _identity_text(identity), now)
+            record_callback(tx, key, body, (now, body.delivery_id), self.history_length, now)
             enqueue_effects(tx, self.state, self.settings, key, entry.level, None, (), now)
         return Answer(200, {"ok": True, "accepted": True, "status": "completed", "periodic": True})
 

@@ -13,7 +13,15 @@ from typing import Any
 from relay.store.base import Params, Row, Store, Tx
 
 # Tables that grow with traffic: a full scan of one of them is a bug.
-BIG_TABLES = ("job_runs", "dispatches", "deliveries", "selection_reports", "outbox")
+BIG_TABLES = (
+    "job_runs",
+    "dispatches",
+    "deliveries",
+    "selection_reports",
+    "outbox",
+    "test_failures",
+    "test_status",
+)
 
 
 class RecordingTx(Tx):

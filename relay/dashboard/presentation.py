@@ -27,10 +27,21 @@ LOOKS: dict[str, Look] = {
     "action_required": Look("timedout", "!", "action required"),
     "in_progress": Look("running", "●", "in progress"),
     "queued": Look("queued", "◌", "dispatched, no callback yet"),
+    # A failure kind shown in place of "failure" (relay/results/classify.py).
+    "infrastructure": Look("infra", "⚙", "infrastructure failure"),
 }
 UNKNOWN = Look("muted", "?", "unknown")
 
-CONCLUSIONS = tuple(k for k in LOOKS if k not in ("in_progress", "queued"))
+CONCLUSIONS = tuple(k for k in LOOKS if k not in ("in_progress", "queued", "infrastructure"))
+# The backend page's ?kind= filter: job_runs.failure_kind.
+FAILURE_KINDS = ("test", "infrastructure", "timeout", "cancelled", "unclassified")
+KIND_LABELS = {
+    "test": "test failures",
+    "infrastructure": "infrastructure (checkout, install, selection, runner)",
+    "timeout": "timeouts",
+    "cancelled": "cancelled",
+    "unclassified": "failures without steps (CRCR)",
+}
 
 # URL filter value -> stored event types.
 EVENT_FILTERS: dict[str, tuple[str, ...]] = {
@@ -47,9 +58,12 @@ def look(state: str | None) -> Look:
     return LOOKS.get(state or "", UNKNOWN)
 
 
-def job_state(status: str | None, conclusion: str | None) -> str:
-    """The display state of a job row: its conclusion once completed, else `in_progress`."""
+def job_state(status: str | None, conclusion: str | None, kind: str | None = None) -> str:
+    """The display state of a job row: its conclusion once completed (an infrastructure
+    failure shown as such), else `in_progress`."""
     if status == "completed":
+        if kind == "infrastructure" and conclusion not in ("success", "skipped", "neutral"):
+            return "infrastructure"
         return conclusion or "neutral"
     return "in_progress"
 

@@ -104,12 +104,16 @@ GRID_COLUMNS = (
     " head_sha, status, conclusion, url, artifact_url, started_at, completed_at, dispatched_at,"
     " in_progress_received_at, completed_received_at,"
     " queue_time, execution_time, tests_passed, tests_failed, tests_skipped, tests_total,"
-    " selection_id, updated_at"
+    " selection_id, updated_at, failure_kind, failure_step, legs, progress_done, progress_total,"
+    " progress_step"
 )
 
 
-def recent_dispatches(tx: Tx, repo: str, event_types: Sequence[str], limit: int) -> list[Row]:
-    """The newest upstream events dispatched to `repo` (rows of the grid)."""
+def recent_dispatches(
+    tx: Tx, repo: str, event_types: Sequence[str], limit: int, before: float | None = None
+) -> list[Row]:
+    """The newest upstream events dispatched to `repo` (rows of the grid); with `before`,
+    those dispatched before it (the next page)."""
     sql = (
         "SELECT delivery_id, event_type, pr_number, head_sha, dispatched_at AS at"
         " FROM dispatches WHERE repo = ?"
@@ -118,18 +122,28 @@ def recent_dispatches(tx: Tx, repo: str, event_types: Sequence[str], limit: int)
     if event_types:
         sql += f" AND event_type IN ({', '.join('?' for _ in event_types)})"
         params.extend(event_types)
+    if before is not None:
+        sql += " AND dispatched_at < ?"
+        params.append(before)
     sql += " ORDER BY dispatched_at DESC LIMIT ?"
     return tx.fetchall(sql, (*params, limit))
 
 
 def recent_job_events(
-    tx: Tx, repo: str, event_types: Sequence[str], conclusion: str | None, limit: int
+    tx: Tx,
+    repo: str,
+    event_types: Sequence[str],
+    conclusion: str | None,
+    limit: int,
+    before: float | None = None,
+    kind: str | None = None,
 ) -> list[Row]:
     """Newest events known from job_runs alone: nightly/periodic runs (no dispatch record),
-    or, with a conclusion filter, the events that have a job with that conclusion.
+    or, with a conclusion (or failure kind) filter, the events that have a job with it.
 
-    Reads the newest matching job rows through (repo, conclusion|event_type, updated_at)
-    and groups them here: a GROUP BY in SQL would make the planner walk the primary key.
+    Reads the newest matching job rows through (repo, conclusion|failure_kind|event_type,
+    updated_at) and groups them here: a GROUP BY in SQL would make the planner walk the
+    primary key.
     """
     rows: list[Row] = []
     # One query per event type: an equality keeps the index order, an IN would need a sort
@@ -138,12 +152,18 @@ def recent_job_events(
         sql = "SELECT delivery_id, event_type, pr_number, head_sha, updated_at FROM job_runs"
         sql += " WHERE repo = ?"
         params: list[Any] = [repo]
+        if kind:
+            sql += " AND failure_kind = ?"
+            params.append(kind)
         if conclusion:
             sql += " AND conclusion = ?"
             params.append(conclusion)
         if event_type:
             sql += " AND event_type = ?"
             params.append(event_type)
+        if before is not None:
+            sql += " AND updated_at < ?"
+            params.append(before)
         sql += " ORDER BY updated_at DESC LIMIT ?"
         rows += tx.fetchall(sql, (*params, limit * JOBS_PER_EVENT_BOUND))
     events: dict[str, Row] = {}
@@ -172,6 +192,57 @@ def job_runs_for(tx: Tx, repo: str, delivery_ids: Sequence[str]) -> list[Row]:
 
 
 # --- one upstream change ------------------------------------------------------------
+
+
+def dispatches_of_pr(tx: Tx, repo: str, number: int, limit: int) -> list[Row]:
+    """Grid rows of one PR on one backend (the backend page's search)."""
+    return tx.fetchall(
+        "SELECT delivery_id, event_type, pr_number, head_sha, dispatched_at AS at"
+        " FROM dispatches WHERE pr_number = ? AND repo = ? ORDER BY dispatched_at DESC LIMIT ?",
+        (number, repo, limit),
+    )
+
+
+def events_of_sha(tx: Tx, repo: str, sha_prefix: str, limit: int) -> list[Row]:
+    """Grid rows of one upstream commit (SHA prefix) on one backend: dispatched events and
+    nightly/periodic runs."""
+    dispatched = tx.fetchall(
+        "SELECT delivery_id, event_type, pr_number, head_sha, dispatched_at AS at"
+        " FROM dispatches WHERE head_sha >= ? AND head_sha < ? AND repo = ?"
+        " ORDER BY dispatched_at DESC LIMIT ?",
+        (sha_prefix, sha_prefix + "g", repo, limit),
+    )
+    return dispatched + events_of_deliveries(
+        tx,
+        repo,
+        [
+            r["delivery_id"]
+            for r in tx.fetchall(
+                "SELECT delivery_id FROM job_runs WHERE head_sha >= ? AND head_sha < ?"
+                " AND repo = ? LIMIT ?",
+                (sha_prefix, sha_prefix + "g", repo, limit),
+            )
+        ],
+    )
+
+
+def events_of_deliveries(tx: Tx, repo: str, delivery_ids: Sequence[str]) -> list[Row]:
+    """Grid rows from the jobs of these deliveries (newest job of each)."""
+    if not delivery_ids:
+        return []
+    unique = sorted(set(delivery_ids))
+    marks = ", ".join("?" for _ in unique)
+    rows = tx.fetchall(
+        "SELECT delivery_id, event_type, pr_number, head_sha, dispatched_at, updated_at"
+        f" FROM job_runs WHERE delivery_id IN ({marks}) AND repo = ?",
+        (*unique, repo),
+    )
+    events: dict[str, Row] = {}
+    for row in rows:
+        at = row["dispatched_at"] or row["updated_at"]
+        if row["delivery_id"] not in events or at > events[row["delivery_id"]]["at"]:
+            events[row["delivery_id"]] = {**row, "at": at}
+    return list(events.values())
 
 
 def job_runs_for_pr(tx: Tx, number: int) -> list[Row]:

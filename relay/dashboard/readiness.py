@@ -31,6 +31,7 @@ class JobSample:
     conclusion: str | None
     queue_time: float | None
     execution_time: float | None
+    failure_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class WindowFigures:
 
 
 def figures_from_samples(samples: Sequence[JobSample]) -> WindowFigures:
-    """The same aggregates from individual jobs (what the SQL computes, in Python)."""
+    """The same aggregates from individual jobs (what the SQL computes, in Python);
+    infrastructure failures are left out, as the day rollups do."""
+    samples = [s for s in samples if s.failure_kind != stats.INFRASTRUCTURE]
     queues = [s.queue_time for s in samples if s.queue_time is not None]
     end_to_end = [
         s.queue_time + s.execution_time

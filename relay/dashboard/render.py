@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
@@ -40,8 +41,21 @@ def environment() -> Environment:
         ratebar=charts.rate_bar,
         age=_age,
     )
-    env.globals.update(level_help=LEVEL_HELP, conclusions=presentation.CONCLUSIONS)
+    env.globals.update(
+        level_help=LEVEL_HELP,
+        conclusions=presentation.CONCLUSIONS,
+        kind_labels=presentation.KIND_LABELS,
+        pager_query=pager_query,
+    )
     return env
+
+
+def pager_query(page: dict[str, Any], before: float | None) -> str:
+    """The backend page's query string with its filters and the `before` cursor."""
+    filters = {k: v for k, v in (page.get("filters") or {}).items() if v}
+    if before is not None:
+        filters["before"] = repr(float(before))
+    return urlencode(filters)
 
 
 def render(template: str, page: dict[str, Any], **extra: Any) -> str:

@@ -31,7 +31,12 @@ TTL_SECONDS = 3600.0
 
 @dataclass(frozen=True)
 class DayStats:
-    """Completed jobs of one backend over some span; value lists are sorted."""
+    """Completed jobs of one backend over some span; value lists are sorted.
+
+    Infrastructure failures (checkout, install, selection, runner; relay/results/classify.py)
+    say nothing about the backend's code: they are counted in `infrastructure` only, and
+    every other figure (jobs, pass rate, times, the L3 criteria) leaves them out.
+    """
 
     jobs: int
     passed: int
@@ -40,6 +45,7 @@ class DayStats:
     queue: tuple[float, ...]
     execution: tuple[float, ...]
     end_to_end: tuple[float, ...]
+    infrastructure: int = 0
 
     @property
     def pass_rate(self) -> stats.PassRate:
@@ -60,16 +66,20 @@ class DayStats:
 
 
 EMPTY = DayStats(0, 0, 0, 0, (), (), ())
+Row = tuple[str | None, str | None, float | None, float | None]
 
 
-def day_stats(rows: Iterable[tuple[str | None, float | None, float | None]]) -> DayStats:
-    """From (conclusion, queue_time, execution_time) rows of completed jobs."""
-    jobs = passed = decisive = timed_out = 0
+def day_stats(rows: Iterable[Row]) -> DayStats:
+    """From (conclusion, failure_kind, queue_time, execution_time) rows of completed jobs."""
+    jobs = passed = decisive = timed_out = infrastructure = 0
     queue: list[float] = []
     execution: list[float] = []
     end_to_end: list[float] = []
     non_decisive = stats.NON_DECISIVE
-    for conclusion, q, e in rows:
+    for conclusion, kind, q, e in rows:
+        if kind == stats.INFRASTRUCTURE:
+            infrastructure += 1
+            continue
         jobs += 1
         if conclusion is not None and conclusion not in non_decisive:
             decisive += 1
@@ -92,6 +102,7 @@ def day_stats(rows: Iterable[tuple[str | None, float | None, float | None]]) -> 
         queue=tuple(queue),
         execution=tuple(execution),
         end_to_end=tuple(end_to_end),
+        infrastructure=infrastructure,
     )
 
 
@@ -107,6 +118,7 @@ def merge(parts: Sequence[DayStats]) -> DayStats:
         queue=_merged(p.queue for p in parts),
         execution=_merged(p.execution for p in parts),
         end_to_end=_merged(p.end_to_end for p in parts),
+        infrastructure=sum(p.infrastructure for p in parts),
     )
 
 
@@ -201,10 +213,12 @@ class Rollups:
 
 def _query(tx: Tx, repo: str, start: float, end: float) -> DayStats:
     rows = tx.fetchall(
-        "SELECT conclusion, queue_time, execution_time FROM job_runs"
+        "SELECT conclusion, failure_kind, queue_time, execution_time FROM job_runs"
         " WHERE repo = ? AND completed_received_at >= ? AND completed_received_at < ?",
         (repo, start, end),
     )
     if not rows:
         return EMPTY
-    return day_stats((r["conclusion"], r["queue_time"], r["execution_time"]) for r in rows)
+    return day_stats(
+        (r["conclusion"], r["failure_kind"], r["queue_time"], r["execution_time"]) for r in rows
+    )

@@ -15,22 +15,24 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from relay.clock import SYSTEM_CLOCK, Clock
 from relay.dashboard import grid, metrics, views
 from relay.dashboard.levels import LevelRecorder, LevelSource
 from relay.dashboard.metrics_charts import charts_for
-from relay.dashboard.presentation import CONCLUSIONS
+from relay.dashboard.presentation import CONCLUSIONS, FAILURE_KINDS
 from relay.dashboard.render import render
 from relay.dashboard.responses import SECURITY_HEADERS, error_page
+from relay.dashboard.results_routes import add_results_routes
 from relay.dashboard.rollup import Rollups
-from relay.dashboard.selection_view import selection_response
+from relay.dashboard.search import MAX_QUERY, BadSearch, Search, parse_search
 from relay.store.base import Store, Tx
 
 _STATIC = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
@@ -41,6 +43,7 @@ _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 EventFilter = Literal["pr", "push", "nightly"]
 EVENT_FILTER_VALUES = ("pr", "push", "nightly")
 ConclusionFilter = Literal[CONCLUSIONS]  # type: ignore[valid-type]
+KindFilter = Literal[FAILURE_KINDS]  # type: ignore[valid-type]
 
 
 def dashboard_router(
@@ -150,9 +153,18 @@ def dashboard_router(
             lambda tx, now: grid.change_page(tx, now, delivery=delivery_id, repo=repo)
         )
 
+    add_results_routes(router, pages, store, clock)
+
     @router.get("/crcr/{owner}/{repo}", response_class=HTMLResponse)
     def backend_html(
-        owner: str, repo: str, event: str | None = None, conclusion: str | None = None
+        request: Request,
+        owner: str,
+        repo: str,
+        event: str | None = None,
+        conclusion: str | None = None,
+        kind: str | None = None,
+        before: str | None = None,
+        q: str | None = None,
     ) -> Response:
         now = clock.now()
         if not (re.match(_NAME, owner) and re.match(_NAME, repo)):
@@ -161,10 +173,18 @@ def dashboard_router(
             return bad_parameter("event", event, " or ".join(EVENT_FILTER_VALUES), now)
         if conclusion and conclusion not in CONCLUSIONS:
             return bad_parameter("conclusion", conclusion, ", ".join(CONCLUSIONS), now)
-        build = _backend_builder(f"{owner}/{repo}", event, conclusion, rollups)
-        return pages.html(
-            "backend.html.j2", "", f"/api/crcr/{owner}/{repo}", build, not_found=_unknown_backend
-        )
+        if kind and kind not in FAILURE_KINDS:
+            return bad_parameter("kind", kind, ", ".join(FAILURE_KINDS), now)
+        if before and not _is_time(before):
+            return bad_parameter("before", before, "a time in unix seconds (the next link)", now)
+        try:
+            search = parse_search(q)
+        except BadSearch as exc:
+            return bad_parameter("q", q or "", str(exc), now)
+        filters = _Filters(event, conclusion, kind, float(before) if before else None, search)
+        build = _backend_builder(f"{owner}/{repo}", filters, rollups)
+        api = f"/api/crcr/{owner}/{repo}" + (f"?{request.url.query}" if request.url.query else "")
+        return pages.html("backend.html.j2", "", api, build, not_found=_unknown_backend)
 
     @router.get("/api/crcr/{owner}/{repo}")
     def backend_json(
@@ -172,17 +192,17 @@ def dashboard_router(
         repo: Annotated[str, Path(pattern=_NAME)],
         event: Annotated[EventFilter | Literal[""] | None, Query()] = None,
         conclusion: Annotated[ConclusionFilter | Literal[""] | None, Query()] = None,
+        kind: Annotated[KindFilter | Literal[""] | None, Query()] = None,
+        before: Annotated[float | None, Query(ge=0)] = None,
+        q: Annotated[str | None, Query(max_length=MAX_QUERY)] = None,
     ) -> Response:
-        build = _backend_builder(f"{owner}/{repo}", event, conclusion, rollups)
+        try:
+            search = parse_search(q)
+        except BadSearch as exc:
+            return JSONResponse({"detail": f"q: {exc}"}, status_code=422, headers=SECURITY_HEADERS)
+        filters = _Filters(event, conclusion, kind, before, search)
+        build = _backend_builder(f"{owner}/{repo}", filters, rollups)
         return pages.json(build, not_found=_unknown_backend)
-
-    @router.get("/selection/{selection_id:path}", response_class=HTMLResponse)
-    def selection_html(selection_id: str) -> Response:
-        return selection_response(store, clock.now(), selection_id, as_json=False)
-
-    @router.get("/api/selection/{selection_id:path}")
-    def selection_json(selection_id: str) -> Response:
-        return selection_response(store, clock.now(), selection_id, as_json=True)
 
     return router
 
@@ -317,11 +337,28 @@ def _unknown_backend(page: dict[str, Any]) -> str | None:
     )
 
 
-def _backend_builder(
-    repo: str, event: str | None, conclusion: str | None, rollups: Rollups
-) -> Builder:
+@dataclass(frozen=True)
+class _Filters:
+    event: str | None
+    conclusion: str | None
+    kind: str | None
+    before: float | None
+    search: Search | None
+
+
+def _is_time(text: str) -> bool:
+    try:
+        return 0 <= float(text) < 1e12
+    except ValueError:
+        return False
+
+
+def _backend_builder(repo: str, f: _Filters, rollups: Rollups) -> Builder:
     def build(tx: Tx, now: float) -> dict[str, Any]:
-        return grid.backend_page(tx, repo, now, event or None, conclusion or None, rollups)
+        return grid.backend_page(
+            tx, repo, now, f.event or None, f.conclusion or None, rollups,
+            kind=f.kind or None, before=f.before, search=f.search,
+        )  # fmt: skip
 
     return build
 

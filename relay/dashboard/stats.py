@@ -16,6 +16,9 @@ DAY = 86_400.0
 # paths filter or cancelled because a newer push superseded it. They are left
 # out of pass rates so that busy PRs do not look like failures.
 NON_DECISIVE = frozenset({"skipped", "neutral", "cancelled", "stale"})
+# The failure kind (job_runs.failure_kind) of a run that failed around its tests, not in
+# them: left out of pass rates and L3 readiness, counted on its own.
+INFRASTRUCTURE = "infrastructure"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class PassRate:
 
 
 def pass_rate(conclusions: Iterable[str | None]) -> PassRate:
+    """Over decisive jobs (callers leave infrastructure failures out first)."""
     passed = decisive = 0
     for conclusion in conclusions:
         if conclusion is None or conclusion in NON_DECISIVE:

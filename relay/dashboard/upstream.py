@@ -81,3 +81,24 @@ def _short(text: str | None) -> str | None:
     if text is None or len(text) <= MAX_TITLE:
         return text
     return text[: MAX_TITLE - 1] + "…"
+
+
+def repo_of(payload_text: str | None) -> str | None:
+    """The upstream repository (`owner/name`) a stored webhook came from, if well formed."""
+    try:
+        payload = json.loads(payload_text) if payload_text else None
+    except ValueError:
+        return None
+    repo = _text(_get(payload, "repository", "full_name"))
+    return repo if repo and _REPO.match(repo) else None
+
+
+def title_of(payload: Any) -> str | None:
+    """The PR title (or pushed commit's first line) of a webhook payload, as a dict."""
+    if not isinstance(payload, dict):
+        return None
+    title = _text(_get(payload, "pull_request", "title"))
+    if title is None:
+        message = _text(_get(payload, "head_commit", "message"))
+        title = message.splitlines()[0] if message else None
+    return _short(title)

@@ -7,6 +7,7 @@ unix seconds; templates turn them into text with relative ages.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +65,8 @@ def backend_summary(
         "pass_14d": pass_rate_of(days).as_dict(),
         "median_queue_7d": median(week.queue),
         "median_execution_7d": median(week.execution),
+        # counted apart: left out of the pass rates and the L3 criteria
+        "infrastructure_7d": week.infrastructure,
         "last": _last(queries.last_result(tx, repo)),
     }
 
@@ -119,10 +122,11 @@ def _job_key(row: Row) -> str:
 
 def job_cell(row: Row) -> dict[str, Any]:
     """One job as shown in grids and change pages; only safe links survive."""
-    state = job_state(row["status"], row["conclusion"])
+    state = job_state(row["status"], row["conclusion"], row.get("failure_kind"))
     repo = str(row["repo"])
     return {
         "job": _job_key(row),
+        "delivery_id": row["delivery_id"],
         "job_name": row["job_name"],
         "workflow_name": row["workflow_name"],
         "run_id": row["run_id"],
@@ -139,7 +143,43 @@ def job_cell(row: Row) -> dict[str, Any]:
         "artifact_url": allowed_link(row["artifact_url"], repo),
         "tests": _tests(row),
         "selection_id": row["selection_id"],
+        "failure_kind": row.get("failure_kind"),
+        "failure_step": row.get("failure_step"),
+        "progress": _progress(row),
+        "legs": legs_of(row.get("legs")),
     }
+
+
+def _progress(row: Row) -> dict[str, Any] | None:
+    if row.get("status") != "in_progress" or not row.get("progress_total"):
+        return None
+    return {
+        "done": int(row["progress_done"] or 0),
+        "total": int(row["progress_total"]),
+        "step": row.get("progress_step"),
+    }
+
+
+def legs_of(text: str | None) -> list[dict[str, Any]]:
+    """A job's legs (shards) as stored: `[{name, conclusion, tests}]`, read defensively."""
+    try:
+        raw = json.loads(text) if text else []
+    except ValueError:
+        return []
+    legs = []
+    for leg in raw if isinstance(raw, list) else []:
+        if isinstance(leg, dict) and isinstance(leg.get("name"), str):
+            tests = leg.get("tests") if isinstance(leg.get("tests"), dict) else None
+            legs.append(
+                {
+                    "name": leg["name"][:200],
+                    "conclusion": str(leg.get("conclusion") or "neutral")[:40],
+                    "tests": {k: int(v) for k, v in tests.items() if isinstance(v, int)}
+                    if tests
+                    else None,
+                }
+            )
+    return legs
 
 
 def _tests(row: Row) -> dict[str, int] | None:

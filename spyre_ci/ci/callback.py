@@ -88,8 +88,14 @@ def build_callback_body(
     artifact_url: str = "",
     extra: Mapping[str, Any] | None = None,
     selection: Mapping[str, Any] | None = None,
+    run_report: Mapping[str, Any] | None = None,
+    progress: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON body POSTed to `/github/callback`."""
+    """The JSON body POSTed to `/github/callback`.
+
+    `run_report` (steps, per-test results, log tail) and `progress` (steps done of
+    total, in_progress only) are spyre-ci's additions; a CRCR relay ignores them.
+    """
     if status not in STATUSES:
         raise BadCallback(f"status {status!r} is not one of {', '.join(STATUSES)}")
     if status == "completed" and (not conclusion or completed_at is None):
@@ -115,8 +121,27 @@ def build_callback_body(
         workflow["artifact_url"] = artifact_url
     if extra:
         workflow.update(extra)
-    body = {k: v for k, v in client_payload.items() if k not in ("workflow", "selection")}
+    ours = ("workflow", "selection", "run_report", "progress")
+    body = {k: v for k, v in client_payload.items() if k not in ours}
     body["workflow"] = workflow
     if selection:
         body["selection"] = dict(selection)
+    if run_report and status == "completed":
+        body["run_report"] = dict(run_report)
+    if progress and status == "in_progress":
+        body["progress"] = dict(progress)
     return body
+
+
+def parse_progress(text: str, step: str = "") -> dict[str, Any]:
+    """`DONE/TOTAL` (`ci callback --progress`) -> `{done, total[, step]}`; BadCallback if not."""
+    done, sep, total = text.partition("/")
+    if not (sep and done.strip().isdigit() and total.strip().isdigit()):
+        raise BadCallback(f"--progress {text!r}: expected DONE/TOTAL, e.g. 3/8")
+    numbers = int(done), int(total)
+    if not 0 <= numbers[0] <= numbers[1] or numbers[1] == 0:
+        raise BadCallback(f"--progress {text!r}: DONE must be between 0 and TOTAL (> 0)")
+    progress: dict[str, Any] = {"done": numbers[0], "total": numbers[1]}
+    if step:
+        progress["step"] = step[:200]
+    return progress

@@ -10,11 +10,12 @@ from typing import Any
 
 import click
 
-from spyre_ci.ci import runner_env, selection_report
+from spyre_ci.ci import report_inputs, runner_env, selection_report
 from spyre_ci.ci.callback import (
     BadCallback,
     build_callback_body,
     conclusion_for,
+    parse_progress,
     self_reported_payload,
 )
 from spyre_ci.ci.cli_common import (
@@ -26,9 +27,10 @@ from spyre_ci.ci.cli_common import (
     ci_group,
     plan_from_event,
 )
-from spyre_ci.ci.junit import BadJUnit, TestCounts, aggregate
+from spyre_ci.ci.junit import counts_of
 from spyre_ci.ci.oidc import NoIdToken, get_id_token
 from spyre_ci.ci.plan import Plan
+from spyre_ci.ci.run_report import failed_ids, run_report
 from spyre_ci.ci.send import CallbackFailed, post_callback
 
 
@@ -72,6 +74,13 @@ def _client_payload(plan: Plan, event: dict[str, Any]) -> dict[str, Any]:
 
 @ci_group.command("callback")
 @click.option("--status", type=click.Choice(["in_progress"]), required=True)
+@click.option(
+    "--progress",
+    "progress_text",
+    default="",
+    help="DONE/TOTAL steps: report progress again (same start time) while the run goes on.",
+)
+@click.option("--current-step", default="", help="With --progress: the step running now.")
 @EVENT_PATH
 @CALLBACK_URL
 @AUDIENCE
@@ -79,29 +88,49 @@ def _client_payload(plan: Plan, event: dict[str, Any]) -> dict[str, Any]:
 @STATE_FILE
 def callback_command(
     status: str,
+    progress_text: str,
+    current_step: str,
     event_path: str | None,
     callback_url: str,
     audience: str,
     job_name: str | None,
     state_file: Path | None,
 ) -> None:
-    """Tell the relay this job has started (the completed callback is `ci report`)."""
+    """Tell the relay this job has started, or how far it is (the completed callback is `ci report`)."""
+    try:
+        progress = parse_progress(progress_text, current_step) if progress_text else None
+    except BadCallback as exc:
+        raise click.BadParameter(str(exc), param_hint="--progress") from exc
+    in_progress(event_path, callback_url, audience, job_name, state_file, progress)
+
+
+def in_progress(
+    event_path: str | None,
+    callback_url: str,
+    audience: str,
+    job_name: str | None,
+    state_file: Path | None,
+    progress: dict[str, Any] | None,
+) -> None:
+    """Send in_progress; with `progress`, again with the recorded start time (an identical
+    report to the relay, which only records how far the run is)."""
     _, event = runner_env.read_event(event_path)
     run = runner_env.workflow_run(job_name)
-    started_at = datetime.now(UTC)
     record = _state_file(state_file, run.job_name)
-    record.write_text(json.dumps({"started_at": started_at.timestamp()}))
+    recorded = _started(record) if progress else {}
+    started_at = datetime.fromtimestamp(float(recorded.get("started_at", time.time())), UTC)
+    if not recorded:
+        record.write_text(json.dumps({"started_at": started_at.timestamp()}))
     payload = runner_env.client_payload(event)
     if payload is None:
         click.echo(
             "not a relay dispatch: nightly/periodic runs report once, at completion", err=True
         )
         return
-    _send(
-        build_callback_body(payload, run, status=status, started_at=started_at),
-        callback_url,
-        audience,
+    body = build_callback_body(
+        payload, run, status="in_progress", started_at=started_at, progress=progress
     )
+    _send(body, callback_url, audience)
     record.write_text(json.dumps({"started_at": started_at.timestamp(), "in_progress_sent": True}))
 
 
@@ -134,6 +163,26 @@ def callback_command(
     default=None,
     help="The selection's output (selection.json, report.html): sent with the callback.",
 )
+@click.option(
+    "--steps-file",
+    "steps_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON list of the run's steps {job, name, outcome[, kind]} (`ci wait-for-jobs --steps-out`).",
+)
+@click.option(
+    "--step",
+    "step_pairs",
+    multiple=True,
+    help="JOB/STEP=OUTCOME of a step (e.g. select/checkout=failure); empty outcomes are ignored.",
+)
+@click.option(
+    "--log-tail",
+    "log_tail_of",
+    default=None,
+    help="STEP=FILE: the failing step's log, whose tail goes with the callback.",
+)
+@click.option("--junit-url", default="", help="Where the full JUnit files are (an artifact URL).")
 @CALLBACK_URL
 @AUDIENCE
 @JOB_NAME
@@ -148,6 +197,10 @@ def report_command(
     callback_url: str,
     audience: str,
     selection_dir: Path | None,
+    steps_files: tuple[Path, ...],
+    step_pairs: tuple[str, ...],
+    log_tail_of: str | None,
+    junit_url: str,
     job_result_pairs: tuple[str, ...],
     job_status: str,
     job_name: str | None,
@@ -155,7 +208,12 @@ def report_command(
 ) -> None:
     """Aggregate the JUnit results and send the completed callback."""
     plan, event = plan_from_event(event_path, upstream_sha)
-    counts = _counts(junit_dir)
+    cases = report_inputs.read_cases(junit_dir)
+    counts = counts_of(cases)
+    steps = report_inputs.read_steps(steps_files, step_pairs)
+    tail = report_inputs.read_log_tail(log_tail_of, steps, junit_dir)
+    ran_tests = bool(report_inputs.junit_files(junit_dir))
+    report = run_report(steps, cases if ran_tests else None, junit_url=junit_url, tail=tail)
     job_results = {**_job_results(needs_json), **_pairs(job_result_pairs)}
     if job_status:
         job_results["this job"] = job_status
@@ -184,7 +242,8 @@ def report_command(
         conclusion=final,
         test_results=counts.as_test_results() if plan.run else None,
         artifact_url=artifact_url,
-        selection=_selection(selection_dir) if plan.run else None,
+        selection=_selection(selection_dir, failed_ids(report)) if plan.run else None,
+        run_report=report if plan.run else None,
     )
     runner_env.write_outputs(
         {"conclusion": final, "test_results": json.dumps(counts.as_test_results())}
@@ -193,22 +252,12 @@ def report_command(
     _send(body, callback_url, audience)
 
 
-def _selection(selection_dir: Path | None) -> dict[str, Any] | None:
+def _selection(selection_dir: Path | None, failed: list[str]) -> dict[str, Any] | None:
     if selection_dir is None:
         return None
     try:
-        return selection_report.attachment(selection_dir)
+        return selection_report.attachment(selection_dir, failed)
     except selection_report.BadSelection as exc:
-        raise click.ClickException(str(exc)) from exc
-
-
-def _counts(junit_dir: Path | None) -> TestCounts:
-    if junit_dir is None or not junit_dir.exists():
-        return TestCounts()
-    files = sorted(junit_dir.rglob("*.xml"))
-    try:
-        return aggregate((str(path), path.read_text()) for path in files)
-    except BadJUnit as exc:
         raise click.ClickException(str(exc)) from exc
 
 
@@ -241,47 +290,3 @@ def _started(state_file: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-@ci_group.command("wait-for-jobs")
-@click.option(
-    "--prefix", default="test", show_default=True, help="Job name (matrix legs: NAME (...))."
-)
-@click.option(
-    "--matrix", "matrix_json", default="", help="The shard matrix: how many legs to expect."
-)
-@click.option("--timeout", type=float, default=6 * 3600.0, show_default=True, help="Seconds.")
-@click.option(
-    "--interval", type=float, default=15.0, show_default=True, help="Seconds between polls."
-)
-def wait_for_jobs_command(prefix: str, matrix_json: str, timeout: float, interval: float) -> None:
-    """Wait for this run's test jobs (GitHub API, GITHUB_TOKEN with actions: read)."""
-    from spyre_ci.ci.jobs_wait import WaitFailed, wait_for_jobs
-
-    try:
-        expected = len(json.loads(matrix_json).get("include", [])) if matrix_json else 0
-    except (json.JSONDecodeError, AttributeError) as exc:
-        raise click.BadParameter(
-            f"not a matrix JSON object ({exc})", param_hint="--matrix"
-        ) from exc
-    token = runner_env.env("GITHUB_TOKEN")
-    if not token:
-        raise click.UsageError(
-            "GITHUB_TOKEN is not set (pass `env: GITHUB_TOKEN: ${{ github.token }}`)"
-        )
-    try:
-        state = wait_for_jobs(
-            api_url=runner_env.env("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
-            repo=runner_env.env("GITHUB_REPOSITORY"),
-            run_id=runner_env.env("GITHUB_RUN_ID"),
-            attempt=runner_env.env("GITHUB_RUN_ATTEMPT", "1"),
-            token=token,
-            prefix=prefix,
-            expected=expected,
-            timeout=timeout,
-            interval=interval,
-        )
-    except WaitFailed as exc:
-        raise click.ClickException(str(exc)) from exc
-    runner_env.write_outputs({"result": state.result})
-    click.echo(f"{state.seen} `{prefix}` job(s) finished: {state.result}", err=True)

@@ -29,6 +29,29 @@ class MatrixState:
     done: bool
     result: str  # GitHub's needs.<job>.result vocabulary: success, failure, cancelled, skipped
     seen: int
+    legs: tuple[Mapping[str, Any], ...] = ()  # the legs as the API listed them (with steps)
+
+
+def leg_steps(legs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The steps of each leg as `ci report --steps-file` reads them: `{job, name, outcome}`."""
+    out = []
+    for leg in legs:
+        for step in leg.get("steps") or []:
+            if isinstance(step, Mapping) and step.get("status") == "completed":
+                out.append(
+                    {
+                        "job": str(leg.get("name", "")),
+                        "name": str(step.get("name", "")),
+                        "outcome": str(step.get("conclusion") or ""),
+                    }
+                )
+    return out
+
+
+def steps_done(jobs: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """(completed steps, listed steps) over the run's jobs: the run's progress."""
+    steps = [s for j in jobs for s in j.get("steps") or [] if isinstance(s, Mapping)]
+    return sum(1 for s in steps if s.get("status") == "completed"), len(steps)
 
 
 def matrix_state(jobs: Sequence[Mapping[str, Any]], prefix: str, expected: int) -> MatrixState:
@@ -46,6 +69,7 @@ def matrix_state(jobs: Sequence[Mapping[str, Any]], prefix: str, expected: int) 
     if not legs and expected == 0:
         return MatrixState(True, "skipped", 0)
     done = len(legs) >= expected and all(j.get("status") == "completed" for j in legs)
+    listed = tuple(legs)
     conclusions = {str(j.get("conclusion")) for j in legs}
     if "cancelled" in conclusions:
         result = "cancelled"
@@ -53,7 +77,7 @@ def matrix_state(jobs: Sequence[Mapping[str, Any]], prefix: str, expected: int) 
         result = "failure"
     else:
         result = "success"
-    return MatrixState(done, result, len(legs))
+    return MatrixState(done, result, len(legs), listed)
 
 
 def _list_jobs(
@@ -92,8 +116,10 @@ def wait_for_jobs(
     interval: float = 15.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    on_poll: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> MatrixState:
     """Poll until the `prefix` jobs are done; an API error is retried until the deadline.
+    `on_poll` sees every listing (the progress report).
 
     At the deadline the last attempt's API error, if it failed, is what is raised (it
     names the missing permission), else "not all finished".
@@ -102,9 +128,10 @@ def wait_for_jobs(
     while True:
         error: WaitFailed | None = None
         try:
-            state = matrix_state(
-                _list_jobs(api_url, repo, run_id, attempt, token), prefix, expected
-            )
+            jobs = _list_jobs(api_url, repo, run_id, attempt, token)
+            if on_poll is not None:
+                on_poll(jobs)
+            state = matrix_state(jobs, prefix, expected)
         except WaitFailed as exc:
             error = exc  # maybe transient: ask again until the deadline
             state = MatrixState(False, "", 0)

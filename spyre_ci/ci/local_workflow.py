@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spyre_ci.ci.run_report import Step, step_kind
+
 SPYRE_CI = [sys.executable, "-m", "spyre_ci"]
 
 
@@ -54,6 +56,15 @@ class StepRecord:
     command: list[str]
     returncode: int
     log: Path
+
+    def as_step(self) -> Step:
+        """As `run_report.steps` names it: `test-2-checkout` -> job `test (shard 2)`, `checkout`."""
+        job, _, name = self.job.partition("-")
+        if job == "test":
+            shard, _, name = name.partition("-")
+            job = f"test (shard {shard})"
+        outcome = "success" if self.returncode == 0 else "failure"
+        return Step(job, name, step_kind(name), outcome)
 
 
 @dataclass
@@ -141,7 +152,39 @@ class _Runner:
         job.outputs.update(parse_github_output(output.read_text()))
         if code != 0:
             job.result = "failure"
+        self.progress(name)
         return code == 0
+
+    total_steps = 0  # known once the selection has set the matrix; 0: no progress reports
+    reporting = False  # the report job's in_progress callback went out
+
+    def progress(self, finished: str) -> None:
+        """Tell the relay how many steps are done (as the report job does while it waits)."""
+        if not (self.reporting and self.total_steps) or finished == "report-report":
+            return
+        done = min(len(self.steps), self.total_steps)
+        log = self.run.workdir / "progress.log"  # not a step: kept out of logs/
+        with log.open("a") as sink:
+            subprocess.run(
+                [*SPYRE_CI, "ci", "callback", "--status", "in_progress",
+                 "--progress", f"{done}/{self.total_steps}", "--current-step", finished],
+                env=self.env("report", self.run.workdir / "outputs" / "progress.txt"),
+                stdout=sink, stderr=subprocess.STDOUT, cwd=self.run.workdir, check=False,
+            )  # fmt: skip
+
+    def write_steps(self) -> Path:
+        """The steps so far, for `ci report --steps-file`."""
+        path = self.run.workdir / "steps.json"
+        path.write_text(json.dumps([record.as_step().as_dict() for record in self.steps]))
+        return path
+
+    def failing_log(self) -> list[str]:
+        """`--log-tail STEP=FILE` for the first failed step, if one failed."""
+        for record in self.steps:
+            if record.returncode != 0:
+                step = record.as_step()
+                return ["--log-tail", f"{step.job} / {step.name}={record.log}"]
+        return []
 
 
 def run_local_workflow(run: LocalRun) -> WorkflowResult:
@@ -189,12 +232,17 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
 
     # report starts once select is done: in_progress now, completed after the tests.
     report = JobOutcome(result="success")
+    testing = select.result == "success" and select.outputs.get("has_tests") == "true"
+    shards = _shards(select.outputs.get("matrix", "")) if testing else []
+    # select's steps, the callback, two steps per leg, the report
+    runner.total_steps = len(runner.steps) + 1 + 2 * len(shards) + 1
     runner.step(report, "report-callback", "callback", "--status", "in_progress")
+    runner.reporting = report.result == "success"
 
     test = JobOutcome()
-    if select.result == "success" and select.outputs.get("has_tests") == "true":
+    if testing:
         test.result = "success"
-        for shard in _shards(select.outputs.get("matrix", "")):
+        for shard in shards:
             leg = JobOutcome(result="success")
             runner.step(leg, f"test-{shard}-checkout", *checkout)
             runner.step(
@@ -230,6 +278,9 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
         select.outputs.get("head_sha", ""),
         "--selection-dir",
         str(selection),
+        "--steps-file",
+        str(runner.write_steps()),
+        *runner.failing_log(),
         always=True,
     )
     return WorkflowResult({"select": select, "test": test, "report": report}, runner.steps)

@@ -10,12 +10,15 @@ agent's rationale, and the self-contained HTML report when it fits the callback.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 MAX_HTML_BYTES = 2 * 1024 * 1024  # the relay's limit for the HTML report
 TOP_CAUSES = 5
+MAX_TESTS_WITH_CAUSES = 200  # failed tests whose cause chain goes along (the suspect change)
+MAX_CAUSES = 8
+MAX_CAUSE_TEXT = 300
 # The count that says what each stage kept (selection.json `stages[].counts`).
 STAGE_KEPT = {
     "detect": "files",
@@ -29,8 +32,10 @@ class BadSelection(ValueError):
     """selection.json is unreadable; the message names the file."""
 
 
-def summarize(selection: Mapping[str, Any]) -> dict[str, Any]:
-    """`{stages, top_causes, rationale, selected, total, base, head}` for the dashboard."""
+def summarize(selection: Mapping[str, Any], failed: Sequence[str] = ()) -> dict[str, Any]:
+    """`{stages, top_causes, rationale, selected, total, base, head}` for the dashboard, and
+    `causes_by_test`: the cause chain of each `failed` test the selection chose (why it
+    ran: the upstream change that is the suspect)."""
     summary = _mapping(selection.get("summary"))
     groups = [g for g in selection.get("groups") or [] if isinstance(g, Mapping)]
     groups.sort(key=lambda g: -_int(g.get("size")))
@@ -54,7 +59,58 @@ def summarize(selection: Mapping[str, Any]) -> dict[str, Any]:
         out["rationale"] = "; ".join(rationale)
     if selection.get("blind_spots"):
         out["blind_spots"] = selection["blind_spots"]
+    chains = causes_by_test(selection, failed)
+    if chains:
+        out["causes_by_test"] = chains
     return out
+
+
+def causes_by_test(selection: Mapping[str, Any], failed: Sequence[str]) -> dict[str, Any]:
+    """`{failed test id: [{stage, kind, summary[, evidence]}]}` from `selected[].causes`.
+
+    Read defensively (the cause chain keeps its shape `{stage, kind, summary}`; a map
+    cause may carry `evidence`): a failed instance matches its own selected id, or a
+    `...::test_foo*` pattern id (a template selected as a whole) it starts with.
+    """
+    exact: dict[str, list[dict[str, Any]]] = {}
+    patterns: list[tuple[str, list[dict[str, Any]]]] = []
+    for entry in selection.get("selected") or []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
+            continue
+        chain = _chain(entry.get("causes"))
+        if entry["id"].endswith("*"):
+            patterns.append((entry["id"][:-1], chain))
+        else:
+            exact[entry["id"]] = chain
+    out: dict[str, Any] = {}
+    for test_id in failed:
+        if len(out) >= MAX_TESTS_WITH_CAUSES:
+            break
+        found = exact.get(test_id)
+        if found is None:
+            found = next((c for prefix, c in patterns if test_id.startswith(prefix)), None)
+        if found:
+            out[test_id] = found
+    return out
+
+
+def _chain(raw: Any) -> list[dict[str, Any]]:
+    chain = []
+    for cause in raw if isinstance(raw, list) else []:
+        if not isinstance(cause, Mapping):
+            continue
+        link = {k: _short(cause.get(k)) for k in ("stage", "kind", "summary")}
+        evidence = cause.get("evidence")
+        if evidence not in (None, "", [], {}):
+            text = evidence if isinstance(evidence, str) else json.dumps(evidence, default=str)
+            link["evidence"] = _short(text)
+        chain.append(link)
+    return chain[:MAX_CAUSES]
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    return text if len(text) <= MAX_CAUSE_TEXT else text[: MAX_CAUSE_TEXT - 1] + "\u2026"
 
 
 def _stage(stage: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,7 +127,7 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def attachment(selection_dir: Path) -> dict[str, Any] | None:
+def attachment(selection_dir: Path, failed: Sequence[str] = ()) -> dict[str, Any] | None:
     """The callback's `selection` object, or None when the selection did not run."""
     path = selection_dir / "selection.json"
     if not path.exists():
@@ -82,7 +138,7 @@ def attachment(selection_dir: Path) -> dict[str, Any] | None:
         raise BadSelection(f"{path}: cannot read the selection ({exc})") from exc
     if not isinstance(data, Mapping):
         raise BadSelection(f"{path}: the top level is not an object")
-    out: dict[str, Any] = {"summary": summarize(data)}
+    out: dict[str, Any] = {"summary": summarize(data, failed)}
     html = selection_dir / "report.html"
     if html.exists() and html.stat().st_size <= MAX_HTML_BYTES:
         out["html"] = html.read_text(errors="replace")

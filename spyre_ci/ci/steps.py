@@ -67,7 +67,11 @@ def run_select(
 def run_test_shard(
     selection: Path, shard: int, pytorch_src: Path, junit: Path, manifests: list[Path]
 ) -> int:
-    """`spyre-ci test` for one shard of the selection (the full tier: every reused test)."""
+    """`spyre-ci test` for one shard of the selection (the full tier: every reused test).
+
+    Its output also goes to `<junit>.log` beside the JUnit file, so that the report job,
+    which downloads the JUnit files, can send the tail of a failing shard's log.
+    """
     junit.parent.mkdir(parents=True, exist_ok=True)
     chosen = [] if (selection / FULL_TIER_MARKER).exists() else [
         "--selection", str(selection), "--shard", str(shard),
@@ -76,4 +80,18 @@ def run_test_shard(
         *SPYRE_CI, "test", "--pytorch-src", str(pytorch_src), *_manifest_args(manifests),
         *chosen, "--", f"--junitxml={junit}",
     ]  # fmt: skip
-    return subprocess.run(args, check=False).returncode
+    return _tee(args, junit.with_suffix(".log"))
+
+
+def _tee(args: list[str], log: Path) -> int:
+    """Run `args`, copying its output to our stdout and to `log`; its exit code."""
+    with log.open("w", encoding="utf-8", errors="replace") as sink:
+        process = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        )
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stdout.write(line)
+            sink.write(line)
+        sys.stdout.flush()
+        return process.wait()

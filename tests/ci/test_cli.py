@@ -184,3 +184,83 @@ def test_report_sends_in_progress_first_when_it_was_never_acknowledged(
     assert statuses == ["in_progress", "in_progress", "completed"]
     # the resent in_progress is the one that was refused, byte for byte (same start time)
     assert server.callbacks[0] == server.callbacks[1]
+
+
+FAILING_PYTEST = (
+    "<testsuites><testsuite>"
+    "<testcase classname='test.test_ops.TestOpsSPYRE' name='test_add_spyre_float16' time='0.5'>"
+    "<failure message='AssertionError: Tensor-likes are not close!'>E   AssertionError"
+    "\n\ntest/test_ops.py:21: AssertionError</failure></testcase>"
+    "<testcase classname='test.test_ops.TestOpsSPYRE' name='test_mul_spyre_float16'/>"
+    "</testsuite></testsuites>"
+)
+
+
+def test_report_sends_the_failed_tests_steps_log_tail_and_their_causes(
+    tmp_path: Path, server: Loopback, webhook: Webhook
+) -> None:
+    event = dispatch_event("pull_request", webhook("pull_request.opened"), "d-tests")
+    assert _step(tmp_path, server, event, "callback", "--status", "in_progress").returncode == 0
+    junit = tmp_path / "junit"
+    junit.mkdir()
+    (junit / "shard-1.xml").write_text(FAILING_PYTEST)
+    (junit / "shard-1.log").write_text("collected 2 items\n" + "E   AssertionError\n" * 3)
+    failed_id = "test/test_ops.py::TestOpsSPYRE::test_add_spyre_float16"
+    selection = tmp_path / "selection"
+    selection.mkdir()
+    causes = [
+        {"stage": "detect", "kind": "helper", "summary": "test/test_ops.py: reference_add modified"},
+        {"stage": "map", "kind": "helper", "summary": "template TestOps.test_add uses it",
+         "evidence": {"calls": ["reference_add"]}},
+    ]  # fmt: skip
+    (selection / "selection.json").write_text(
+        json.dumps({"selected": [{"id": failed_id, "causes": causes}], "summary": {"selected": 1}})
+    )
+    steps = [{"job": "test (shard 1)", "name": "Run shard 1", "outcome": "failure"}]
+    (tmp_path / "steps.json").write_text(json.dumps(steps))
+    done = _step(
+        tmp_path, server, event, "report", "--junit-dir", str(junit),
+        "--needs", json.dumps({"select": {"result": "success"}}), "--job-result", "test=failure",
+        "--selection-dir", str(selection), "--steps-file", str(tmp_path / "steps.json"),
+        "--step", "select/checkout=success", "--step", "select/select=",  # empty: did not run
+        "--junit-url", "https://github.com/ibm/torch-spyre/actions/runs/4242#artifacts",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    completed = server.callbacks[-1]
+    report = completed["run_report"]
+    assert [(s["job"], s["name"], s["kind"], s["outcome"]) for s in report["steps"]] == [
+        ("test (shard 1)", "Run shard 1", "test", "failure"),
+        ("select", "checkout", "checkout", "success"),
+    ]
+    (failure,) = report["tests"]["failures"]
+    assert failure["id"] == failed_id and failure["message"].startswith("AssertionError: Tensor")
+    assert failure["location"] == "test/test_ops.py:21: AssertionError"
+    assert report["tests"]["results"] == {
+        "passed": ["test/test_ops.py::TestOpsSPYRE::test_mul_spyre_float16"]
+    }
+    assert report["tests"]["junit_url"].endswith("/4242#artifacts")
+    assert report["legs"][0]["name"] == "test (shard 1)"
+    assert report["log_tail"]["step"] == "test (shard 1) / test"
+    assert "E   AssertionError" in report["log_tail"]["text"]
+    # the failed test's cause chain rides with the selection summary (the suspect change)
+    chain = completed["selection"]["summary"]["causes_by_test"][failed_id]
+    assert chain[0]["summary"] == "test/test_ops.py: reference_add modified"
+    assert json.loads(chain[1]["evidence"]) == {"calls": ["reference_add"]}
+    assert completed["workflow"]["test_results"]["failed"] == 1  # CRCR's counts, unchanged
+
+
+def test_progress_repeats_in_progress_with_the_same_start(
+    tmp_path: Path, server: Loopback, webhook: Webhook
+) -> None:
+    event = dispatch_event("pull_request", webhook("pull_request.opened"), "d-progress")
+    assert _step(tmp_path, server, event, "callback", "--status", "in_progress").returncode == 0
+    again = _step(
+        tmp_path, server, event, "callback", "--status", "in_progress",
+        "--progress", "3/8", "--current-step", "test-1-checkout",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    first, second = server.callbacks
+    assert second["workflow"] == first["workflow"]  # the same report, only further on
+    assert second["progress"] == {"done": 3, "total": 8, "step": "test-1-checkout"}
+    bad = _step(tmp_path, server, event, "callback", "--status", "in_progress", "--progress", "9/8")
+    assert bad.returncode == 2 and "--progress" in bad.stderr

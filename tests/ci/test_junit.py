@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from spyre_ci.ci.junit import BadJUnit, TestCounts, aggregate, count_junit
+from spyre_ci.ci.junit import (
+    BadJUnit,
+    TestCounts,
+    aggregate,
+    count_junit,
+    node_id,
+    parse_cases,
+    shard_of,
+)
 
 MIXED_OUTCOMES = """
 import pytest
@@ -61,3 +69,38 @@ def test_malformed_xml_names_the_file(tmp_path: Path) -> None:
         count_junit("<testsuite><testcase>", source="shard-3.xml")
     with pytest.raises(BadJUnit, match=r"r\.xml: root element <html>"):
         count_junit("<html/>", source="r.xml")
+
+
+def test_cases_carry_node_id_outcome_message_and_shard(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("test")
+    pytester.path.joinpath("test", "__init__.py").write_text("")
+    source = (
+        MIXED_OUTCOMES
+        + "\nclass TestOpsSPYRE:\n    def test_add_spyre_float16(self): assert 2 == 3\n"
+    )
+    pytester.path.joinpath("test", "test_mixed.py").write_text(source)
+    xml = pytester.path / "shard-2.xml"
+    pytester.runpytest_inprocess("test", f"--junitxml={xml}", "-p", "no:cacheprovider")
+    cases = {c.node_id: c for c in parse_cases(xml.read_text(), source=str(xml))}
+    # the ids `spyre-ci select` writes in selection.json: path relative to the root, class, name
+    add = cases["test/test_mixed.py::TestOpsSPYRE::test_add_spyre_float16"]
+    assert (add.outcome, add.shard) == ("failed", "2")
+    assert add.message.startswith("assert 2 == 3") and "test_mixed.py" in add.detail
+    assert add.duration is not None and add.duration >= 0
+    outcomes = {i.rsplit("::", 1)[1]: c.outcome for i, c in cases.items()}
+    assert outcomes == {
+        "test_pass": "passed", "test_pass_too": "passed", "test_fail": "failed",
+        "test_skipped": "skipped", "test_xfail": "xfailed", "test_xpass_strict": "failed",
+        "test_error": "error", "test_add_spyre_float16": "failed",
+    }  # fmt: skip
+    assert "test/test_mixed.py::test_pass" in cases
+    assert cases["test/test_mixed.py::test_xpass_strict"].message.startswith("[XPASS(strict)]")
+
+
+def test_node_ids_from_classname() -> None:
+    assert node_id("test.test_ops.TestCommonSPYRE", "test_x") == (
+        "test/test_ops.py::TestCommonSPYRE::test_x"
+    )
+    assert node_id("test_top", "test_y[1-2]") == "test_top.py::test_y[1-2]"
+    assert node_id("x.y.TestA", "t", file="x/y.py") == "x/y.py::TestA::t"
+    assert shard_of("junit/shard-3.xml") == "3" and shard_of("results.xml") == "results"

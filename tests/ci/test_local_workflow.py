@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from spyre_ci.ci.demo import build_demo_upstream
 from spyre_ci.ci.local_workflow import LocalRun, parse_github_output, run_local_workflow
 from tests.ci.conftest import dispatch_event
 from tests.ci.loopback import REQUEST_TOKEN, loopback_server
@@ -56,3 +57,40 @@ def test_skipped_plan_runs_only_plan_and_the_report_job(
     assert completed["delivery_id"] == "d-closed"
     plan = json.loads((tmp_path / "run" / "selection" / "plan.json").read_text())
     assert plan["reason"] == "PR #2 was closed without being merged"
+
+
+def test_unknown_upstream_sha_fails_in_checkout_and_reports_its_steps_and_log(
+    tmp_path: Path, webhook: Callable[[str], dict[str, Any]]
+) -> None:
+    demo = build_demo_upstream(tmp_path / "demo")
+    push = webhook("push")
+    push.update(
+        ref="refs/heads/main", before=demo.main_sha, after="f" * 40, deleted=False, created=False
+    )
+    event = dispatch_event("push", push, "d-unknown-sha")
+    with loopback_server() as server:
+        run = LocalRun(
+            event_name="repository_dispatch", event=event, workdir=tmp_path / "run",
+            upstream_url=str(demo.path), repository="acme/torch-spyre", run_id="556",
+            extra_env={
+                "ACTIONS_ID_TOKEN_REQUEST_URL": server.token_url,
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": REQUEST_TOKEN,
+                "SPYRE_CI_CALLBACK_URL": server.callback_url,
+            },
+        )  # fmt: skip
+        result = run_local_workflow(run)
+    assert [(s.job, s.returncode != 0) for s in result.steps] == [
+        ("select-plan", False), ("select-checkout", True), ("report-callback", False),
+        ("report-report", False),
+    ]  # fmt: skip
+    completed = server.callbacks[-1]
+    assert completed["workflow"]["conclusion"] == "failure"
+    report = completed["run_report"]
+    assert [(s["job"], s["name"], s["kind"], s["outcome"]) for s in report["steps"]] == [
+        ("select", "plan", "plan", "success"),
+        ("select", "checkout", "checkout", "failure"),
+        ("report", "callback", "report", "success"),
+    ]
+    assert "tests" not in report  # no test ran
+    assert report["log_tail"]["step"] == "select / checkout"
+    assert "f" * 12 in report["log_tail"]["text"]  # git names the commit it could not find

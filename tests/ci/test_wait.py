@@ -18,6 +18,8 @@ from fastapi.responses import JSONResponse, Response
 from spyre_ci.ci import jobs_wait
 from spyre_ci.ci.jobs_wait import WaitFailed, matrix_state, wait_for_jobs
 from spyre_ci.ci.local_workflow import parse_github_output
+from tests.ci.conftest import dispatch_event, load_webhook
+from tests.ci.loopback import REQUEST_TOKEN, loopback_server
 from tests.support.fake_github import FakeGitHub
 
 REPO = "acme/torch-spyre"
@@ -25,6 +27,23 @@ REPO = "acme/torch-spyre"
 
 def _job(name: str, status: str, conclusion: str | None = None) -> dict[str, Any]:
     return {"name": name, "status": status, "conclusion": conclusion}
+
+
+def _steps(*outcomes: tuple[str, str | None]) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "status": "completed" if c else "queued", "conclusion": c, "number": i}
+        for i, (name, c) in enumerate(outcomes, 1)
+    ]
+
+
+LEG_STEPS = {
+    "ok": _steps(("Set up job", "success"), ("Run shard 1", "success")),
+    "checkout": _steps(
+        ("Set up job", "success"),
+        ("Check out the upstream test files at the tested commit", "failure"),
+        ("Run shard 2", "skipped"),
+    ),
+}
 
 
 def test_matrix_state() -> None:
@@ -75,14 +94,14 @@ def run_wait(
     legs_done = [
         _job("select", "completed", "success"),
         _job("report", "in_progress"),
-        _job("test (shard 1)", "completed", "success"),
-        _job("test (shard 2)", "completed", "failure"),
+        {**_job("test (shard 1)", "completed", "success"), "steps": LEG_STEPS["ok"]},
+        {**_job("test (shard 2)", "completed", "failure"), "steps": LEG_STEPS["checkout"]},
     ]
     scripted = ScriptedJobs([legs_running, legs_running, legs_done])
     with FakeGitHub(routers=(scripted.router,)) as github:
 
         def wait(
-            *args: str, token: str = "test-token"
+            *args: str, token: str = "test-token", extra_env: dict[str, str] | None = None
         ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
             output = tmp_path / "output.txt"
             output.write_text("")
@@ -94,6 +113,7 @@ def run_wait(
                 "GITHUB_RUN_ATTEMPT": "1",
                 "GITHUB_TOKEN": token,
                 "GITHUB_OUTPUT": str(output),
+                **(extra_env or {}),
             }
             result = subprocess.run(
                 [sys.executable, "-m", "spyre_ci", "ci", "wait-for-jobs", *args],
@@ -143,3 +163,36 @@ def test_the_deadline_passing_after_an_api_error_still_reports_that_error(
             clock=lambda: next(ticks),
         )
     assert "actions: read" in str(failed.value)
+
+
+def test_writes_the_legs_steps_and_reports_progress_to_the_relay(
+    run_wait: Any, tmp_path: Path
+) -> None:
+    event = dispatch_event("pull_request", load_webhook("pull_request.opened"), "d-wait")
+    (tmp_path / "event.json").write_text(json.dumps(event))
+    matrix = json.dumps({"include": [{"shard": 1}, {"shard": 2}]})
+    with loopback_server() as relay:
+        env = {
+            "GITHUB_EVENT_NAME": "repository_dispatch",
+            "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
+            "RUNNER_TEMP": str(tmp_path),
+            "GITHUB_JOB": "report",
+            "ACTIONS_ID_TOKEN_REQUEST_URL": relay.token_url,
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN": REQUEST_TOKEN,
+            "SPYRE_CI_CALLBACK_URL": relay.callback_url,
+        }
+        result, _ = run_wait(
+            "--matrix", matrix, "--interval", "0.05", "--timeout", "30",
+            "--steps-out", str(tmp_path / "steps.json"), "--report-progress", extra_env=env,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    steps = json.loads((tmp_path / "steps.json").read_text())
+    assert steps[-2:] == [
+        {"job": "test (shard 2)", "name": "Check out the upstream test files at the tested commit",
+         "outcome": "failure"},
+        {"job": "test (shard 2)", "name": "Run shard 2", "outcome": "skipped"},
+    ]  # fmt: skip
+    # once per change of the run's steps done/total: only the last listing has steps
+    (progress,) = relay.callbacks
+    assert progress["workflow"]["status"] == "in_progress"
+    assert progress["progress"] == {"done": 5, "total": 5}

@@ -24,11 +24,21 @@ from tests.support.relay_server import fixture_body, post_webhook
 L4_REPO = "acme/spyre-backend"
 L2_REPO = "beta/xpu-lab"
 L1_REPO = "gamma/dispatch-only"
+RESULTS_REPO = "delta/results-lab"  # reports as spyre-ci's workflow does: run_report, legs
+TEST_ADD = "test/test_ops.py::TestOpsSPYRE::test_add_spyre_float16"
+TEST_MUL = "test/test_ops.py::TestOpsSPYRE::test_mul_spyre_float16"
+TEST_SUM = "test/test_ops.py::TestOpsSPYRE::test_sum_spyre_float32"
+XSS_MESSAGE = (
+    "AssertionError: Tensor-likes are not close! <script>window.__xss = 'message'</script>"
+)
+XSS_LOG = "E   AssertionError <img src=x onerror=\"window.__xss='log'\">"
+SUSPECT_CHANGE = "test/test_ops.py: reference_add modified"
 PR_NUMBER = 4201
 SHA_OPENED = "a1" * 20
 SHA_SYNC = "b2" * 20
 SHA_PUSH = "c3" * 20
 SHA_NIGHTLY = "d4" * 20
+PUSH_TITLE = "Speed up the add kernel"
 XSS_JOB = '<script>window.__xss = "job"</script>'
 XSS_CAUSE = "<img src=x onerror=\"window.__xss='cause'\">"
 PR_TITLE = "Fix <img src=x onerror=\"window.__xss='title'\"> in add"
@@ -44,6 +54,7 @@ L1:
   - {L1_REPO}
 L2:
   - {L2_REPO}: {{oncalls: [bob], events: [pull_request, push, nightly]}}
+  - {RESULTS_REPO}
 L4:
   - {L4_REPO}: [alice]
 """
@@ -70,6 +81,7 @@ def webhooks(relay_url: str) -> dict[str, str]:
     sync["pull_request"]["head"]["sha"] = SHA_SYNC
     push = json.loads(fixture_body("push"))
     push.update(ref="refs/heads/main", after=SHA_PUSH, deleted=False, created=False)
+    push["head_commit"] = {"id": SHA_PUSH, "message": f"{PUSH_TITLE}\n\nThe details."}
     ids = {"opened": "dlv-opened-0001", "sync": "dlv-sync-0002", "push": "dlv-push-0003"}
     for key, event, body in (
         ("opened", "pull_request", opened),
@@ -137,29 +149,176 @@ class Downstream:
         tests: dict[str, int] | None = None,
         url: str | None = None,
         selection: dict[str, Any] | None = None,
+        workflow: str = "spyre-ci",
+        attempt: int = 1,
+        run_report: dict[str, Any] | None = None,
+        progress: dict[str, Any] | None = None,
     ) -> None:
+        """One job, in_progress then completed (`conclusion` "" : left running, with `progress`)."""
         payload = self.payload_for(delivery_id, repo)
         common = {
-            "name": "spyre-ci",
+            "name": workflow,
             "run_id": run_id,
-            "run_attempt": 1,
+            "run_attempt": attempt,
             "job_name": job_name,
-            "check_run_id": run_id * 10 + len(job_name),
+            "check_run_id": run_id * 10 + len(job_name) + attempt,
             "url": url or f"https://github.com/{repo}/actions/runs/{run_id}",
         }
         self.report(repo, payload, {**common, "status": "in_progress"})
+        if not conclusion:
+            extra = {"progress": progress} if progress else {}
+            self.report(repo, {**payload, **extra}, {**common, "status": "in_progress"})
+            return
         done = {**common, "status": "completed", "conclusion": conclusion}
         if tests is not None:
             done["test_results"] = tests
-        self.report(repo, payload, done, selection)
+        extra = {"run_report": run_report} if run_report else {}
+        self.report(repo, {**payload, **extra}, done, selection)
 
     def close(self) -> None:
         self.client.close()
 
 
+def tests_report(
+    failed: list[str], passed: list[str], steps: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """The run_report `spyre-ci ci report` sends for two shards (a failure in shard 2)."""
+    return {
+        "schema_version": "1",
+        "steps": steps
+        or [
+            {"job": "select", "name": "checkout", "kind": "checkout", "outcome": "success"},
+            {"job": "select", "name": "select", "kind": "select", "outcome": "success"},
+            {"job": "test (shard 1)", "name": "test", "kind": "test", "outcome": "success"},
+            {
+                "job": "test (shard 2)",
+                "name": "test",
+                "kind": "test",
+                "outcome": "failure" if failed else "success",
+            },
+        ],
+        "tests": {
+            "outcomes": {"passed": len(passed), "failed": len(failed)},
+            "failures": [
+                {
+                    "id": t,
+                    "outcome": "failed",
+                    "shard": "2",
+                    "duration": 0.25,
+                    "message": XSS_MESSAGE if t == TEST_ADD else f"AssertionError in {t}",
+                    "location": "test/test_ops.py:21: AssertionError",
+                }
+                for t in failed
+            ],
+            "results": {"passed": passed},
+            "truncated": {"failures": 0, "results": 0, "messages": 0},
+            "junit_url": f"https://github.com/{RESULTS_REPO}/actions/runs/401#artifacts",
+        },
+        "legs": [
+            {
+                "name": "test (shard 1)",
+                "conclusion": "success",
+                "tests": {"passed": 1, "failed": 0, "skipped": 0, "total": 1},
+            },
+            {
+                "name": "test (shard 2)",
+                "conclusion": "failure" if failed else "success",
+                "tests": {
+                    "passed": len(passed) - 1,
+                    "failed": len(failed),
+                    "skipped": 0,
+                    "total": len(passed) - 1 + len(failed),
+                },
+            },
+        ],
+        "log_tail": {"step": "test (shard 2) / test", "text": "collected 3 items\n" + XSS_LOG},
+    }
+
+
+def _counts(report: dict[str, Any]) -> dict[str, int]:
+    tests = report["tests"]
+    passed, failed = len(tests["results"]["passed"]), len(tests["failures"])
+    return {"passed": passed, "failed": failed, "skipped": 0, "total": passed + failed}
+
+
+def seed_results(down: Downstream, ids: dict[str, str]) -> None:
+    """The results backend: test_add passes on the PR's first commit and fails on its
+    second (twice: a re-run, where test_mul flips: flaky); the push fails in checkout
+    (infrastructure); a second job of the push is still running (3 of 8 steps)."""
+    wf = "upstream-dispatch"
+    ok = tests_report([], [TEST_ADD, TEST_MUL, TEST_SUM])
+    down.job(
+        RESULTS_REPO,
+        ids["opened"],
+        "report",
+        "success",
+        401,
+        tests=_counts(ok),
+        run_report=ok,
+        workflow=wf,
+    )
+    selection = {
+        "selection_id": "sel-results",
+        "summary": {
+            "per_stage": {"detect": 1, "map": 3, "scope": 3, "triage": 3},
+            "selected": 3,
+            "total": 40,
+            "causes_by_test": {
+                TEST_ADD: [
+                    {"stage": "detect", "kind": "helper", "summary": SUSPECT_CHANGE},
+                    {
+                        "stage": "map",
+                        "kind": "helper",
+                        "summary": "template TestOps.test_add uses it",
+                        "evidence": "calls reference_add",
+                    },
+                ]
+            },
+        },
+    }
+    first = tests_report([TEST_ADD], [TEST_MUL, TEST_SUM])
+    down.job(
+        RESULTS_REPO,
+        ids["sync"],
+        "report",
+        "failure",
+        402,
+        tests=_counts(first),
+        run_report=first,
+        selection=selection,
+        workflow=wf,
+    )
+    rerun = tests_report([TEST_ADD, TEST_MUL], [TEST_SUM])
+    down.job(
+        RESULTS_REPO,
+        ids["sync"],
+        "report",
+        "failure",
+        402,
+        tests=_counts(rerun),
+        run_report=rerun,
+        selection=selection,
+        attempt=2,
+        workflow=wf,
+    )
+    checkout_failed = {
+        "schema_version": "1",
+        "steps": [
+            {"job": "select", "name": "plan", "kind": "plan", "outcome": "success"},
+            {"job": "select", "name": "checkout", "kind": "checkout", "outcome": "failure"},
+        ],
+        "log_tail": {"step": "select / checkout", "text": f"fatal: no such commit {SHA_PUSH}"},
+    }
+    down.job(
+        RESULTS_REPO, ids["push"], "report", "failure", 403, run_report=checkout_failed, workflow=wf
+    )
+    progress = {"done": 3, "total": 8, "step": "test-1-checkout"}
+    down.job(RESULTS_REPO, ids["push"], "report (gpu)", "", 404, progress=progress, workflow=wf)
+
+
 def seed(relay_url: str, issuer: FakeOidcIssuer, github: FakeGitHub) -> Seeded:
     seeded = Seeded(delivery_ids=webhooks(relay_url))
-    wait_for_dispatches(github, expected=3 * 3)  # 3 events x 3 allowlisted repositories
+    wait_for_dispatches(github, expected=3 * 4)  # 3 events x 4 allowlisted repositories
     # GitHub's 204 comes before the worker's commit: until the relay has recorded a
     # dispatch, its callbacks are answered 503 "is being recorded". Wait for the record.
     wait_for_dashboard_dispatches(relay_url, set(github.dispatched_pairs()))
@@ -234,6 +393,7 @@ def seed(relay_url: str, issuer: FakeOidcIssuer, github: FakeGitHub) -> Seeded:
                 "test_results": {"passed": 12000, "failed": 0, "skipped": 40, "total": 12040},
             },
         )
+        seed_results(down, ids)
         seeded.callbacks = down.sent
     finally:
         down.close()

@@ -11,6 +11,7 @@ from tests.dashboard.seeding import (
     L4_REPO,
     PR_NUMBER,
     PR_TITLE,
+    RESULTS_REPO,
     SHA_NIGHTLY,
     SHA_OPENED,
     SHA_PUSH,
@@ -26,7 +27,7 @@ def _get(relay: SeededRelay, path: str) -> httpx.Response:
 def test_overview_groups_backends_by_level_with_their_figures(seeded_relay: SeededRelay) -> None:
     page = _get(seeded_relay, "/api/crcr").json()
     levels = {g["level"]: [b["repo"] for b in g["backends"]] for g in page["levels"]}
-    assert levels == {"L4": [L4_REPO], "L2": [L2_REPO], "L1": [L1_REPO]}
+    assert levels == {"L4": [L4_REPO], "L2": [L2_REPO, RESULTS_REPO], "L1": [L1_REPO]}
     assert [g["level"] for g in page["levels"]] == ["L4", "L2", "L1"]
     l4 = page["levels"][0]["backends"][0]
     # Six completed jobs on the L4 backend, one of them failed.
@@ -95,8 +96,14 @@ def test_pr_page_shows_every_backend_for_the_newest_head(seeded_relay: SeededRel
         "ref": "changes",
         "state": "open",
     }
-    assert [b["repo"] for b in page["backends"]] == [L4_REPO, L2_REPO, L1_REPO]
-    l4, l2, l1 = page["backends"]
+    assert [b["repo"] for b in page["backends"]] == [L4_REPO, L2_REPO, RESULTS_REPO, L1_REPO]
+    l4, l2, results, l1 = page["backends"]
+    # the failing-test count per job (the newest attempt of the re-run job), linked to details
+    (report,) = results["jobs"]
+    assert (report["run_attempt"], report["tests"]["failed"]) == (2, 2)
+    assert report["details_url"].startswith(
+        f"/crcr/deliveries/{seeded_relay.seeded.delivery_ids['sync']}"
+    )
     assert {j["job_name"] for j in l4["jobs"]} == {"test (1/2)", "test (2/2)", XSS_JOB}
     assert l1["jobs"] == [] and l1["dispatched_at"] is not None
     build = l2["jobs"][0]
@@ -114,7 +121,11 @@ def test_pr_page_shows_every_backend_for_the_newest_head(seeded_relay: SeededRel
 def test_commit_page_by_prefix_and_delivery_page(seeded_relay: SeededRelay) -> None:
     page = _get(seeded_relay, f"/api/crcr/commit/{SHA_OPENED[:10]}").json()
     jobs = [(b["repo"], j["job_name"], j["state"]) for b in page["backends"] for j in b["jobs"]]
-    assert sorted(jobs) == [(L4_REPO, "test (1/2)", "success"), (L4_REPO, "test (2/2)", "failure")]
+    assert sorted(jobs) == [
+        (L4_REPO, "test (1/2)", "success"),
+        (L4_REPO, "test (2/2)", "failure"),
+        (RESULTS_REPO, "report", "success"),
+    ]
     assert _get(seeded_relay, "/api/crcr/commit/not-a-sha").status_code == 400
     ids = seeded_relay.seeded.delivery_ids
     one = _get(seeded_relay, f"/api/crcr/deliveries/{ids['push']}?repo={L2_REPO}").json()
@@ -131,7 +142,12 @@ def test_unknown_backend_is_a_404_that_says_why(seeded_relay: SeededRelay) -> No
 
 def test_stored_report_is_served_sandboxed(seeded_relay: SeededRelay) -> None:
     sid = seeded_relay.seeded.selection_id
-    answer = _get(seeded_relay, f"/selection/{sid}")
+    page = _get(seeded_relay, f"/selection/{sid}")
+    assert (
+        page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
+    )
+    assert f'href="/selection-html/{sid}"' in page.text  # our page links to the full report
+    answer = _get(seeded_relay, f"/selection-html/{sid}")
     assert answer.status_code == 200
     csp = answer.headers["content-security-policy"]
     assert csp.startswith("sandbox;") and "script-src" not in csp and "default-src 'none'" in csp
@@ -139,7 +155,16 @@ def test_stored_report_is_served_sandboxed(seeded_relay: SeededRelay) -> None:
     assert "<h1>Selection report</h1>" in answer.text
     summary = _get(seeded_relay, f"/api/selection/{sid}").json()
     assert summary["repo"] == L4_REPO and summary["selected"] == 943
+    # links back to the run it chose tests for and to its backend
+    ids = seeded_relay.seeded.delivery_ids
+    assert (
+        summary["run_url"] == f"/crcr/deliveries/{ids['sync']}?repo={L4_REPO.replace('/', '%2F')}"
+    )
+    assert summary["backend_url"] == f"/crcr/{L4_REPO}"
+    assert summary["job"]["conclusion"] == "success"
     assert _get(seeded_relay, "/selection/no-such-report").status_code == 404
+    plain = seeded_relay.seeded.summary_only_selection_id
+    assert _get(seeded_relay, f"/selection-html/{plain}").status_code == 404  # no HTML uploaded
 
 
 def test_a_report_without_html_is_shown_from_its_summary_escaped(seeded_relay: SeededRelay) -> None:
@@ -160,12 +185,15 @@ def test_readiness_reports_each_criterion_with_its_value(seeded_relay: SeededRel
     assert l2["time_at_l2"]["value"] == "0 d at L2" and not l2["time_at_l2"]["met"]
     assert l2["timeout_rate"]["raw"] == 1 / 3 and not l2["timeout_rate"]["met"]
     assert by_repo[L1_REPO]["criteria"][0]["met"] is False
-    assert [b["repo"] for b in page["backends"]] == [L4_REPO, L2_REPO, L1_REPO]
+    assert [b["repo"] for b in page["backends"]] == [L4_REPO, L2_REPO, RESULTS_REPO, L1_REPO]
+    # the results backend's checkout failure is left out: 3 jobs judged, 1 passed
+    results = {c["key"]: c for c in by_repo[RESULTS_REPO]["criteria"]}
+    assert by_repo[RESULTS_REPO]["jobs"] == 3 and results["pass_rate"]["value"] == "33.3 %"
 
 
 def test_metrics_series_per_backend_with_results(seeded_relay: SeededRelay) -> None:
     page = _get(seeded_relay, "/api/crcr/metrics?days=7").json()
-    assert {s["repo"] for s in page["series"]} == {L4_REPO, L2_REPO}
+    assert {s["repo"] for s in page["series"]} == {L4_REPO, L2_REPO, RESULTS_REPO}
     l4 = next(s for s in page["series"] if s["repo"] == L4_REPO)
     assert len(l4["points"]) == 7
     assert l4["points"][-1]["success_rate"] == 5 / 6

@@ -16,8 +16,15 @@ from tests.dashboard.seeding import (
     L4_REPO,
     PR_NUMBER,
     PR_TITLE,
+    RESULTS_REPO,
+    SHA_OPENED,
+    SHA_SYNC,
+    SUSPECT_CHANGE,
+    TEST_ADD,
+    TEST_MUL,
     XSS_CAUSE,
     XSS_JOB,
+    XSS_MESSAGE,
 )
 
 pytestmark = pytest.mark.browser
@@ -121,7 +128,7 @@ def test_click_through_overview_backend_change_report(
         f"https://github.com/Codertocat/Hello-World/pull/{PR_NUMBER}"
     )
     sections = tab.locator("section.backend")
-    assert sections.locator("h2 a").all_inner_texts() == [L4_REPO, L2_REPO, L1_REPO]
+    assert sections.locator("h2 a").all_inner_texts() == [L4_REPO, L2_REPO, RESULTS_REPO, L1_REPO]
     l4 = sections.nth(0)
     assert XSS_JOB in l4.inner_text()
     assert "940 ✓" in l4.inner_text()
@@ -133,20 +140,31 @@ def test_click_through_overview_backend_change_report(
     assert l4.locator("img").count() == 0
     assert "kept elementwise" in l4.locator("blockquote.rationale").inner_text()
     assert tab.locator('a[href*="evil.example"]').count() == 0
-    assert "L1 is dispatch only" in sections.nth(2).inner_text()
+    assert "L1 is dispatch only" in sections.nth(3).inner_text()
     _no_injected_script_ran(tab)
     _shot(tab, artifacts, "04b-pr")
 
     assert tab.errors == []
-    with tab.expect_response(lambda r: "/selection/" in r.url) as answer:
-        l4.get_by_role("link", name="selection report").click()
+    # The selection's own page links back to its run and backend, and to the full report.
+    l4.get_by_role("link", name="selection report").click()
+    tab.wait_for_url("**/selection/**")
+    lede = tab.locator("p.lede")
+    assert (
+        lede.get_by_role("link", name="this run")
+        .get_attribute("href")
+        .startswith("/crcr/deliveries/")
+    )
+    assert tab.locator("p.crumbs").get_by_role("link", name=L4_REPO).count() == 1
+    _shot(tab, artifacts, "05a-selection-page")
+    with tab.expect_response(lambda r: "/selection-html/" in r.url) as answer:
+        lede.get_by_role("link", name="Full report").click()
     assert "sandbox" in answer.value.headers["content-security-policy"]
     assert tab.locator("h1").inner_text() == "Selection report"
     # The report's own <script> (which would retitle the page) was blocked by the sandbox.
     assert tab.title() == "Selection report"
     assert all("sandboxed" in e or "Content Security Policy" in e for e in tab.errors)
     tab.errors.clear()
-    _shot(tab, artifacts, "05-selection-report")
+    _shot(tab, artifacts, "05b-selection-report")
 
 
 def test_metrics_and_readiness_pages(page: Any, seeded_relay: SeededRelay, artifacts: Path) -> None:
@@ -154,14 +172,14 @@ def test_metrics_and_readiness_pages(page: Any, seeded_relay: SeededRelay, artif
     tab.goto(f"{seeded_relay.url}/crcr/metrics?days=7")
     charts = tab.locator("svg.chart")
     assert charts.count() == 3
-    assert tab.locator("ul.legend-series li").all_inner_texts() == [L4_REPO, L2_REPO]
-    # Today has data for both backends: one point per backend per chart.
-    assert charts.nth(0).locator("circle").count() == 2
+    assert tab.locator("ul.legend-series li").all_inner_texts() == [L4_REPO, L2_REPO, RESULTS_REPO]
+    # Today has data for every backend: one point per backend per chart.
+    assert charts.nth(0).locator("circle").count() == 3
     _shot(tab, artifacts, "06-metrics")
 
     tab.get_by_role("link", name="L3 readiness").click()
     rows = tab.locator("table.readiness tbody tr")
-    assert rows.count() == 3
+    assert rows.count() == 4
     l2 = rows.nth(1).inner_text()
     assert L2_REPO in l2 and "66.7 %" in l2 and "33.3 %" in l2
     _shot(tab, artifacts, "07-readiness")
@@ -210,3 +228,67 @@ def test_live_refresh_swaps_the_content_without_a_reload(
     tab.wait_for_function("() => document.getElementById('main').dataset.old === undefined")
     assert tab.evaluate("() => window.__sameDocument === true"), "the page was reloaded"
     assert L4_REPO in tab.locator("main").inner_text()
+
+
+def test_red_run_shows_failed_tests_messages_log_suspects_and_links(
+    page: Any, seeded_relay: SeededRelay, artifacts: Path
+) -> None:
+    tab = page
+    tab.goto(f"{seeded_relay.url}/crcr")
+    row = tab.locator("tr", has_text=RESULTS_REPO)
+    assert "33.3 %" in row.inner_text() and "+1 infra" in row.inner_text()
+
+    tab.get_by_role("link", name=RESULTS_REPO).click()
+    tab.wait_for_url(f"**/crcr/{RESULTS_REPO}")
+    grid = tab.locator("table.grid")
+    columns = grid.locator("thead th.job").all_inner_texts()
+    assert columns == [
+        "upstream-dispatch / report",
+        "upstream-dispatch / report (gpu)",
+        "upstream-dispatch / test (shard 1)",
+        "upstream-dispatch / test (shard 2)",
+    ]
+    push = grid.locator("tbody tr").nth(0)
+    assert push.locator(".chip.state-infra").count() == 1  # the checkout failure
+    assert "3/8 steps" in push.inner_text()  # the running job
+    assert "Speed up the add kernel" in push.inner_text()  # the commit's title
+    stats = tab.locator("dl.stats").inner_text()
+    assert "Infrastructure failures (7 d)\n1" in stats and "Flaky tests (7 d)\n1" in stats
+    assert TEST_MUL in tab.locator("#flaky-h + ul").inner_text()
+    _shot(tab, artifacts, "09-results-backend")
+
+    tab.fill("input[name=q]", "test_add")
+    tab.get_by_role("button", name="Search").click()
+    tab.wait_for_url("**q=test_add**")
+    assert tab.locator("table.grid tbody tr").count() == 1
+    assert TEST_ADD in tab.locator("section.matched").inner_text()
+    tab.locator("table.grid a.cell-link").first.click()
+    tab.wait_for_url("**/crcr/deliveries/**")
+
+    failures = tab.locator("table.failures tbody tr")
+    assert failures.count() == 2
+    add = failures.nth(0)
+    assert XSS_MESSAGE in add.locator("pre.message").inner_text()  # shown as text
+    assert "test/test_ops.py:21: AssertionError" in add.inner_text()
+    assert SUSPECT_CHANGE in add.locator("td.suspect").inner_text()
+    compare = add.locator("td.suspect a").get_attribute("href")
+    assert compare.endswith(f"/compare/{SHA_OPENED[:12]}...{SHA_SYNC[:12]}")
+    assert add.locator(".history .h").count() == 3
+    assert "flaky" in failures.nth(1).inner_text()
+    assert "<img" in tab.locator("pre.log").inner_text()  # the log tail, inert
+    assert tab.locator("pre.log img").count() == 0
+    _no_injected_script_ran(tab)
+    _shot(tab, artifacts, "10-run-failures")
+
+    add.locator("td.test-id a").click()
+    tab.wait_for_url("**/crcr/test?**")
+    assert TEST_ADD in tab.locator("h1").inner_text()
+    assert "suspect range" in tab.locator("section.test-backend").inner_text()
+    _shot(tab, artifacts, "11-test-history")
+    tab.go_back()
+
+    tab.get_by_role("link", name="selection report").first.click()
+    tab.wait_for_url("**/selection/**")
+    tab.get_by_role("link", name="this run").click()
+    tab.wait_for_url("**/crcr/deliveries/**")
+    assert tab.locator("table.failures").count() == 1

@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from relay.callbacks.state_machine import JobKey
 from relay.dashboard import grid, metrics, views
+from relay.dashboard.per_test import one_test_page
 from relay.dashboard.rollup import Rollups
-from relay.store import Store, open_store
+from relay.dashboard.search import parse_search
+from relay.results.records import record_completed
+from relay.results.report import RunReport
+from relay.store import Store, Tx, open_store
 
 DAY = 86400.0
 NOW = time.time()
@@ -62,6 +67,28 @@ def _seed(store: Store) -> None:
                             selection if j == 0 else None, done,
                         ),
                     )  # fmt: skip
+                    _report(tx, delivery, repo, 1000 + n, job, sha, at, (n + j + r))
+
+
+def _report(
+    tx: Tx, delivery: str, repo: str, run_id: int, job: str, sha: str, at: float, k: int
+) -> None:
+    """Per-test results as the callback records them (every other job fails test_b)."""
+    conclusion = CONCLUSIONS[k % len(CONCLUSIONS)]
+    failing = ["test/t.py::TestT::test_b_100%"] if conclusion == "failure" else []
+    report = RunReport.model_validate(
+        {
+            "steps": [{"job": "test (shard 1)", "name": "test", "kind": "test",
+                       "outcome": "failure" if failing else "success"}],
+            "tests": {
+                "failures": [{"id": t, "message": f"boom {k}"} for t in failing],
+                "results": {"passed": ["test/t.py::TestT::test_a"] + ([] if failing else ["test/t.py::TestT::test_b_100%"])},
+            },
+            "legs": [{"name": "test (shard 1)", "conclusion": conclusion}],
+        }
+    )  # fmt: skip
+    key = JobKey(delivery, repo, run_id, 1, job)
+    record_completed(tx, key, conclusion, report, (len(failing), 2), (at, sha), 20, at + 900)
 
 
 def _pages(store: Store) -> dict[str, object]:
@@ -74,6 +101,15 @@ def _pages(store: Store) -> dict[str, object]:
         "commit": lambda tx: grid.change_page(tx, NOW, sha="0303030"),
         "metrics": lambda tx: metrics.metrics_page(tx, NOW, 30, rollups),
         "readiness": lambda tx: views.readiness_table(tx, NOW, rollups),
+        "run": lambda tx: grid.change_page(tx, NOW, delivery="d002", repo="acme/one"),
+        "test": lambda tx: one_test_page(tx, NOW, "test/t.py::TestT::test_b_100%", None),
+        "search test": lambda tx: grid.backend_page(
+            tx, "acme/one", NOW, None, None, rollups, search=parse_search("TEST_B_100%")
+        ),
+        "search sha": lambda tx: grid.backend_page(
+            tx, "acme/one", NOW, None, None, rollups, search=parse_search("0303030")
+        ),
+        "kind": lambda tx: grid.backend_page(tx, "acme/one", NOW, None, None, rollups, kind="test"),
     }
     with store.transaction(write=False) as tx:
         return {name: build(tx) for name, build in builders.items()}
@@ -91,5 +127,7 @@ def test_sqlite_and_postgres_give_the_same_pages(tmp_path: Path, postgres_url: s
             store.close()
     sqlite_pages, postgres_pages = models
     assert sqlite_pages["overview"]["levels"]  # type: ignore[index]
+    assert sqlite_pages["run"]["backends"][0]["jobs"][0]["failures"]  # type: ignore[index]
+    assert sqlite_pages["search test"]["matched_tests"]  # type: ignore[index]  # % matched literally
     for name in sqlite_pages:
         assert postgres_pages[name] == sqlite_pages[name], name

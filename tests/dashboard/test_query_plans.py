@@ -10,13 +10,32 @@ import pytest
 
 from relay.dashboard import grid, metrics, views
 from relay.dashboard.explain import page_plans
+from relay.dashboard.per_test import one_test_page
 from relay.dashboard.rollup import Rollups
+from relay.dashboard.search import parse_search
 from relay.store import Tx, open_store
 from tests.dashboard.conftest import SeededRelay
-from tests.dashboard.seeding import L2_REPO, L4_REPO, PR_NUMBER, SHA_OPENED
+from tests.dashboard.seeding import (
+    L2_REPO,
+    L4_REPO,
+    PR_NUMBER,
+    RESULTS_REPO,
+    SHA_OPENED,
+    SHA_PUSH,
+    TEST_ADD,
+)
 
 Builder = Callable[[Tx, float], Any]
 ROLLUPS = Rollups()
+
+
+def _searching(query: str) -> Builder:
+    search = parse_search(query)
+    return lambda tx, now: grid.backend_page(
+        tx, RESULTS_REPO, now, None, None, ROLLUPS, search=search
+    )
+
+
 PAGES: dict[str, Builder] = {
     "overview": lambda tx, now: views.overview(tx, now, ROLLUPS),
     "backend": lambda tx, now: grid.backend_page(tx, L4_REPO, now, None, None, ROLLUPS),
@@ -31,6 +50,23 @@ PAGES: dict[str, Builder] = {
     "delivery": lambda tx, now: grid.change_page(tx, now, delivery="x", repo=L4_REPO),
     "metrics": lambda tx, now: metrics.metrics_page(tx, now, 30, ROLLUPS),
     "readiness": lambda tx, now: views.readiness_table(tx, now, ROLLUPS),
+    "results backend": lambda tx, now: grid.backend_page(
+        tx, RESULTS_REPO, now, None, None, ROLLUPS
+    ),
+    "results backend, older page": lambda tx, now: grid.backend_page(
+        tx, RESULTS_REPO, now, None, None, ROLLUPS, before=now
+    ),
+    "results backend, infrastructure": lambda tx, now: grid.backend_page(
+        tx, RESULTS_REPO, now, None, None, ROLLUPS, kind="infrastructure"
+    ),
+    **{
+        f"results backend, search {q}": _searching(q)
+        for q in (f"#{PR_NUMBER}", SHA_PUSH[:10], "test_add")
+    },
+    "run page": lambda tx, now: grid.change_page(
+        tx, now, delivery="dlv-sync-0002", repo=RESULTS_REPO
+    ),
+    "test page": lambda tx, now: one_test_page(tx, now, TEST_ADD, None),
 }
 
 

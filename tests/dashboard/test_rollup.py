@@ -57,17 +57,19 @@ def test_a_day_just_over_is_not_cached_until_it_settles(store: Store) -> None:
 
 
 def test_merge_equals_computing_over_all_rows() -> None:
-    rows_a: list[tuple[str, float | None, float | None]] = [
-        ("success", 5.0, 50.0),
-        ("failure", 1.0, None),
-        ("cancelled", 9.0, 90.0),
+    rows_a: list[tuple[str, str | None, float | None, float | None]] = [
+        ("success", None, 5.0, 50.0),
+        ("failure", "test", 1.0, None),
+        ("cancelled", "cancelled", 9.0, 90.0),
+        ("failure", "infrastructure", 0.5, 3.0),  # a failed checkout: counted apart
     ]
-    rows_b: list[tuple[str, float | None, float | None]] = [
-        ("timed_out", 3.0, 30000.0),
-        ("success", None, 10.0),
+    rows_b: list[tuple[str, str | None, float | None, float | None]] = [
+        ("timed_out", "timeout", 3.0, 30000.0),
+        ("success", None, None, 10.0),
     ]
     merged = merge([day_stats(rows_a), day_stats(rows_b)])
     assert merged == day_stats(rows_a + rows_b)
+    assert merged.infrastructure == 1 and 0.5 not in merged.queue
     figures = merged.figures()
     assert (figures.jobs, figures.passed, figures.decisive, figures.timed_out) == (5, 2, 4, 1)
     assert figures.long_jobs == 1 and figures.timed_jobs == 3

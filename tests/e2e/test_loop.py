@@ -190,7 +190,10 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
         assert cause in selection["top_causes"][0]["cause"], selection["top_causes"]
         report = loop.api(f"/api/selection/{job['selection_id']}")
         assert (report["repo"], report["has_html"]) == (BACKEND, True)
-        html = loop.page(f"/selection/{job['selection_id']}")
+        # the selection's page links back to its run; the full report is the downstream's HTML
+        page = loop.page(f"/selection/{job['selection_id']}")
+        assert f"/crcr/deliveries/{job['delivery_id']}?repo=" in page
+        html = loop.page(f"/selection-html/{job['selection_id']}")
         assert f"{template}_spyre_float16" in html and f"{template}_spyre_float32" in html
     assert "reference_add modified" in loop.page("/crcr/pr/102")
 
@@ -213,7 +216,12 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
 
     # 7. The backend's grid: a green cell for the good PR, a red one for the bad PR.
     grid = loop.api(f"/api/crcr/{BACKEND}")
-    cells = [c for row in grid["rows"] for c in row["cells"] if c]
+    cells = [c for row in grid["rows"] for c in row["cells"] if c and not c.get("leg")]
     assert sorted(c["conclusion"] for c in cells) == ["failure", "success"]
+    legs = [c for row in grid["rows"] for c in row["cells"] if c and c.get("leg")]
+    assert sorted((c["job"], c["conclusion"]) for c in legs) == [
+        ("test (shard 1)", "failure"),
+        ("test (shard 1)", "success"),
+    ]  # the test leg of each run, a column of its own
     html = loop.page(f"/crcr/{BACKEND}")
     assert "state-failure" in html and "state-success" in html

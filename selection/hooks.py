@@ -4,12 +4,12 @@ A stage is any object with a `name` and `run(state) -> StageReport`. Stages run 
 registration order over one `PipelineState`; each reads what earlier stages wrote and
 writes its own part:
 
-| stage   | reads                                   | writes                                    |
-|---------|-----------------------------------------|-------------------------------------------|
-| detect  | request (trees, changed paths)          | state.changes (ChangeSet)                 |
-| map     | changes, universe, database, graph      | state.mapped, state.candidates            |
-| scope   | candidates, backend manifests           | candidates (kept, with mode), dropped     |
-| triage  | candidates                              | decisions, candidates (ranked), dropped   |
+| stage   | reads                                     | writes (typed fields of PipelineState)          |
+|---------|-------------------------------------------|-------------------------------------------------|
+| detect  | request (trees, changed paths, cache)     | changes (ChangeSet), detector                   |
+| map     | changes; db, universe, links (built once) | mapped (MapResult), candidates, reused           |
+| scope   | candidates, reused, backend manifests     | candidates (kept, with mode), dropped, reused_total |
+| triage  | candidates, universe                      | groups, manifest_findings, candidates (ranked), dropped |
 
 A stage can be disabled by name (`--disable-stage map`); the pipeline then applies the
 documented pass-through (map: every enumerated instance is a candidate; scope: keep all;

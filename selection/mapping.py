@@ -35,7 +35,7 @@ from selection.model import (
     TestInstance,
 )
 
-MAX_CAUSES = 6
+MAX_CAUSES = 4  # changes named per test (each a detect and a map link)
 NEARLY_ALL = 0.5  # a change reaching more than half of the instances is machinery
 
 

@@ -7,10 +7,9 @@ pytest node ids relative to the PyTorch root, as `spyre-ci test --selection DIR`
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict
 from typing import Any
 
-from selection.model import Revision
+from selection.model import Cause, Revision
 from selection.state import PipelineState
 from spyre_ci import __version__
 
@@ -23,6 +22,27 @@ def run_as(node_id: str) -> str:
     """What pytest is given for a selected id: the id itself, or for a template that could
     not be enumerated (`...::test_foo*`) its whole instantiated class (a superset, never less)."""
     return node_id.rsplit("::", 1)[0] if node_id.endswith("*") else node_id
+
+
+class EvidenceTable:
+    """Evidence chains written once (`evidence: {id: [hop, ...]}`) and named by each cause
+    (`evidence_id`): thousands of tests reached by one change share its chain."""
+
+    def __init__(self) -> None:
+        self.chains: dict[str, list[str]] = {}
+        self._ids: dict[tuple[str, ...], str] = {}
+
+    def cause(self, cause: Cause) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": cause.stage, "kind": cause.kind, "summary": cause.summary}
+        if cause.basis:
+            out["basis"] = cause.basis
+        if cause.evidence:
+            key = self._ids.get(cause.evidence)
+            if key is None:
+                key = self._ids[cause.evidence] = f"e{len(self._ids)}"
+                self.chains[key] = list(cause.evidence)
+            out["evidence_id"] = key
+        return out
 
 
 def _revision(rev: Revision) -> dict[str, str]:
@@ -40,6 +60,7 @@ def build_document(
     request = state.request
     universe = state.universe
     exact_ids = universe.exact_ids if universe is not None else set()
+    evidence = EvidenceTable()
     selected = []
     for node_id, candidate in state.candidates.items():
         inst = candidate.instance
@@ -57,7 +78,7 @@ def build_document(
                 "template": inst.template,
                 "op": inst.op,
                 "dtype": inst.dtype,
-                "causes": [asdict(c) for c in candidate.causes],
+                "causes": [evidence.cause(c) for c in candidate.causes],
             }
         )
     reused = state.reused_total
@@ -117,5 +138,6 @@ def build_document(
         ],
         "matrix": matrix,
         "selected": selected,
+        "evidence": evidence.chains,
         "dropped": [{"id": d.node_id, "stage": d.stage, "reason": d.reason} for d in state.dropped],
     }

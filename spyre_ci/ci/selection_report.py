@@ -74,10 +74,12 @@ def causes_by_test(selection: Mapping[str, Any], failed: Sequence[str]) -> dict[
     """
     exact: dict[str, list[dict[str, Any]]] = {}
     patterns: list[tuple[str, list[dict[str, Any]]]] = []
+    table = selection.get("evidence")
+    evidence = table if isinstance(table, Mapping) else {}
     for entry in selection.get("selected") or []:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
             continue
-        chain = _chain(entry.get("causes"))
+        chain = _chain(entry.get("causes"), evidence)
         if entry["id"].endswith("*"):
             patterns.append((entry["id"][:-1], chain))
         else:
@@ -94,13 +96,19 @@ def causes_by_test(selection: Mapping[str, Any], failed: Sequence[str]) -> dict[
     return out
 
 
-def _chain(raw: Any) -> list[dict[str, Any]]:
+def _chain(raw: Any, table: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A cause's evidence is inline (`evidence`) or named in the document's table
+    (`evidence_id` -> `evidence[id]`, the hops of the chain)."""
     chain = []
     for cause in raw if isinstance(raw, list) else []:
         if not isinstance(cause, Mapping):
             continue
         link = {k: _short(cause.get(k)) for k in ("stage", "kind", "summary")}
         evidence = cause.get("evidence")
+        ref = cause.get("evidence_id")
+        named = table.get(ref) if isinstance(ref, str) else None
+        if isinstance(named, list):
+            evidence = " -> ".join(str(hop) for hop in named)
         if evidence not in (None, "", [], {}):
             text = evidence if isinstance(evidence, str) else json.dumps(evidence, default=str)
             link["evidence"] = _short(text)

@@ -212,3 +212,21 @@ def test_a_helper_only_an_unimported_module_uses_reaches_nothing(
     assert state.mapped.no_effect == [
         f"{INTERNAL}/common_utils.py: shrink_tolerance modified: no reused instance reaches it"
     ]
+
+
+def test_selection_json_writes_each_evidence_chain_once_and_names_it_from_every_cause(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    from selection.outputs.document import build_document
+    from spyre_ci.ci.selection_report import causes_by_test
+
+    head = edit(library, "torch/_decomp/decompositions.py", "x * 0.5", "x / 2")
+    doc = build_document(select(library, head, tmp_path), {}, {}, {})
+    [chain_id] = doc["evidence"]
+    assert doc["evidence"][chain_id][0] == "torch/_decomp/decompositions.py:_halve modified"
+    maps = [c for s in doc["selected"] for c in s["causes"] if c["stage"] == "map"]
+    assert len(maps) == 2 and {c["evidence_id"] for c in maps} == {chain_id}
+    assert {c["basis"] for c in maps} == {"static"}
+    failed = doc["selected"][0]["id"]
+    [link] = [c for c in causes_by_test(doc, [failed])[failed] if c["stage"] == "map"]
+    assert link["evidence"].startswith("torch/_decomp/decompositions.py:_halve modified -> ")

@@ -21,7 +21,7 @@ from selection.links.entry_changes import EntryLinks
 from selection.links.file_changes import FileLinks
 from selection.links.index import LinkIndex
 from selection.links.native_changes import NativeLinks
-from selection.links.resolve import resolve
+from selection.links.resolve import Resolution, resolve
 from selection.links.symbol_changes import SymbolLinks
 from selection.links.template_changes import TemplateLinks
 from selection.model import (
@@ -175,35 +175,32 @@ class Mapper:
             return
         self.result.blind_spots.extend(outcome.blind_spots)
         if not outcome.links:
-            self._canary(Cause("map", "canary", outcome.canary), None, None)
+            self._canary(Cause("map", "canary", outcome.canary), None)
             return
-        limit = 0 if outcome.canary else int(NEARLY_ALL * self.total)
+        limit = -1 if outcome.canary else int(NEARLY_ALL * self.total)
         resolution = resolve(outcome.links, self.index, limit, self.reused)
-        reached = resolution.node_ids
-        if not reached:
+        if not (resolution.reached or resolution.count):
             self.result.no_effect.append(
                 f"{outcome.canary or detect.summary}: no reused instance reaches it"
             )
             return
-        key = (resolution.bits, len(resolution.reached)) if resolution.broad else None
-        if outcome.canary:
-            self._canary(Cause("map", "canary", outcome.canary), reached, key)
-            return
-        if resolution.broad is not None:
-            share = len(reached & self.reused) if self.reused is not None else len(reached)
-            summary = f"{detect.summary}: reaches {share} of the {self.total} reused instances"
-            self._canary(Cause("map", "canary", summary), reached, key)
+        if outcome.canary or resolution.broad:
+            summary = outcome.canary or (
+                f"{detect.summary}: reaches {resolution.count} of the {self.total} reused instances"
+            )
+            self._canary(Cause("map", "canary", summary), resolution)
             return
         self.result.observed_instances += resolution.observed
         for inst, link in resolution.reached.values():
             self._hit(inst, detect, map_cause(outcome.kind, link))
 
-    def _canary(self, cause: Cause, aim: frozenset[str] | None, key: object) -> None:
-        """Changes aiming at the same tests share one canary (`key` names the aim cheaply:
-        hashing a set of tens of thousands of ids per change would dominate the stage)."""
-        key = key if key is not None or aim is None else id(aim)
+    def _canary(self, cause: Cause, resolution: Resolution | None) -> None:
+        """Changes aiming at the same tests share one canary: keyed by the roots reached
+        (and the instances named directly), its set of ids built once."""
+        key = None if resolution is None else (resolution.bits, tuple(sorted(resolution.reached)))
         canary = self._canaries.get(key)
         if canary is None:
+            aim = None if resolution is None else resolution.node_ids(self.index)
             canary = self._canaries[key] = Canary([], aim)
             self.result.canaries.append(canary)
         canary.causes.append(cause)

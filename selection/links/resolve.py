@@ -24,14 +24,20 @@ class Resolution:
     reached: dict[str, tuple[TestInstance, Link]] = field(default_factory=dict)
     roots: list[Target] = field(default_factory=list)
     observed: int = 0  # instances whose answer came from the recording
-    # Set instead of `reached` when the links reach more than `limit` instances: their node
-    # ids, without evidence (the caller treats the change as machinery).
-    broad: frozenset[str] | None = None
-    bits: int = 0  # the roots reached, as LinkGraph.root_bits gives them (when computed)
+    # When the links reach more than `limit` instances: no evidence is walked; the roots
+    # reached are `bits` (LinkGraph.root_bits), and `node_ids` materializes them on demand
+    # (the caller treats the change as machinery, and many changes share the same roots).
+    broad: bool = False
+    bits: int = 0
+    count: int = 0  # instances reached (of those `within`, when given)
 
-    @property
-    def node_ids(self) -> frozenset[str]:
-        return self.broad if self.broad is not None else frozenset(self.reached)
+    def node_ids(self, index: LinkIndex) -> frozenset[str]:
+        if not self.broad:
+            return frozenset(self.reached)
+        ids = frozenset(
+            i.node_id for root in index.graph.roots(self.bits) for i in _root_instances(root, index)
+        )
+        return ids | frozenset(self.reached) if self.reached else ids
 
     def add(self, inst: TestInstance, link: Link) -> None:
         self.reached.setdefault(inst.node_id, (inst, link))
@@ -44,14 +50,27 @@ def _root_instances(root: Target, index: LinkIndex) -> list[TestInstance]:
     return [i for i in index.by_op().get(root.full_name, []) if i.database == database]
 
 
-def _instances_of_bits(bits: int, index: LinkIndex) -> frozenset[str]:
-    """The node ids a set of roots reaches, shared between changes reaching the same roots."""
-    cache: dict[int, frozenset[str]] = index.memo("resolve.by_bits", dict)
-    if bits not in cache:
-        cache[bits] = frozenset(
-            i.node_id for root in index.graph.roots(bits) for i in _root_instances(root, index)
-        )
-    return cache[bits]
+def _count(bits: int, index: LinkIndex, within: frozenset[str] | None, limit: int) -> int:
+    """How many instances (of those `within`) a set of roots reaches. Roots overlap (an
+    entry's instances and a template's), so the per-root counts (memoized) only bound it
+    from above; the exact count, which needs the set of ids, is taken only when that bound
+    passes `limit` -- and the set is not kept."""
+    counts: dict[Target, int] = index.memo(f"resolve.counts.{id(within)}", dict)
+    roots = index.graph.roots(bits)
+    bound = 0
+    for root in roots:
+        if root not in counts:
+            instances = _root_instances(root, index)
+            counts[root] = (
+                len(instances)
+                if within is None
+                else sum(1 for i in instances if i.node_id in within)
+            )
+        bound += counts[root]
+    if bound <= limit:
+        return bound
+    ids = {i.node_id for root in roots for i in _root_instances(root, index)}
+    return len(ids & within if within is not None else ids)
 
 
 def _pair(inst: TestInstance) -> Pair | None:
@@ -89,11 +108,10 @@ def resolve(
     if not through_graph:
         return result
     if limit is not None:
-        bits = index.graph.root_bits(link.target for link in through_graph)
-        result.bits = bits
-        ids = _instances_of_bits(bits, index)
-        if len(ids & within if within is not None else ids) > limit:
-            result.broad = ids | frozenset(result.reached) if result.reached else ids
+        result.bits = index.graph.root_bits(link.target for link in through_graph)
+        result.count = _count(result.bits, index, within, limit)
+        if result.count > limit:
+            result.broad = True
             return result
     roots = index.graph.reach(through_graph)
     result.roots = list(roots)

@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from spyre_ci.exit_codes import BadInput
+
 CONFIG_OPTION = click.option(
     "--config",
     "config_path",
@@ -24,12 +26,13 @@ CONFIG_OPTION = click.option(
 
 
 def _load(config_path: Path | None) -> Any:
+    """The configuration; a bad one is bad input (exit 2), one line per problem."""
     from relay.config import ConfigError, load_config
 
     try:
         config = load_config(config_path)
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     return config
 
 
@@ -38,8 +41,9 @@ def _state(config_path: Path | None, *, check_allowlist: bool = False) -> Any:
 
 
 def _state_of(config: Any, *, check_allowlist: bool = False) -> Any:
-    """The relay state; `check_allowlist` refuses to go on (exit 1) with an allowlist
-    that cannot be loaded, naming its source and the error (serve, worker)."""
+    """The relay state; `check_allowlist` refuses to go on with an allowlist that cannot
+    be loaded, naming its source and the error (serve, worker): exit 2 for a file (bad
+    input), 1 for a URL (a service that failed)."""
     from relay.allowlist_source import AllowlistSource, AllowlistUnavailable
     from relay.state import build_state
     from relay.store import StoreError
@@ -53,7 +57,9 @@ def _state_of(config: Any, *, check_allowlist: bool = False) -> Any:
             state.allowlist.load()
         except AllowlistUnavailable as exc:
             state.close()
-            raise click.ClickException(str(exc)) from exc
+            if state.allowlist.is_url:
+                raise click.ClickException(str(exc)) from exc
+            raise BadInput(str(exc)) from exc
     return state
 
 
@@ -175,7 +181,7 @@ def status(config_path: Path | None, as_json: bool) -> None:
 @click.argument("job_ids", nargs=-1)
 def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ...]) -> None:
     """List the jobs that exhausted their attempts (all, or JOB_IDs); --requeue sends them
-    again. An unknown JOB_ID is an error (exit 1)."""
+    again. An unknown JOB_ID is bad input (exit 2)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -185,7 +191,7 @@ def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ..
     rows = list_dead_letters(state.store, job_ids=job_ids)
     unknown = sorted(set(job_ids) - {r["job_id"] for r in rows})
     if unknown:
-        raise click.ClickException(
+        raise BadInput(
             f"no dead letter with id {', '.join(unknown)} (see `spyre-ci relay dead-letters`)"
         )
     if requeue:
@@ -252,6 +258,20 @@ def _default_event(upstream: str) -> dict[str, Any]:
     }
 
 
+def check_payload(body: bytes, path: Path) -> None:
+    """BadInput (naming the file, and line:col for a syntax error) unless `body` is a JSON
+    object: checked here, so that a bad file is never sent to be refused by the relay."""
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    if not isinstance(payload, dict):
+        kind = type(payload).__name__
+        raise BadInput(f"{path}: a webhook payload must be a JSON object, not a {kind}")
+
+
 @relay_group.command("send-test-event")
 @CONFIG_OPTION
 @click.option(
@@ -272,7 +292,11 @@ def send_test_event(
     payload_path: Path | None,
     delivery_id: str | None,
 ) -> None:
-    """Sign a webhook with the first configured secret and POST it to the relay."""
+    """Sign a webhook with the first configured secret and POST it to the relay.
+
+    Exit codes: 0 the relay accepted it (2xx), 1 the relay answered an error or could not
+    be reached, 2 bad input (configuration, a --payload that is not a JSON object).
+    """
     import httpx
 
     from relay.webhook.signature import sign
@@ -280,6 +304,7 @@ def send_test_event(
     config = _load(config_path)
     if payload_path is not None:
         body = payload_path.read_bytes()
+        check_payload(body, payload_path)
     elif event == "push":
         body = json.dumps(_default_push(config.upstream_repo)).encode()
     elif event == "pull_request":

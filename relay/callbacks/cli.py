@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from spyre_ci.exit_codes import BadInput
+
 
 @click.command("sweep")
 @click.option(
@@ -34,7 +36,7 @@ def sweep(config_path: Path | None, timeouts: bool, redeliver: bool, tags: bool)
         config = load_config(config_path)
         settings = callback_settings(config.extra)
     except ConfigError as error:
-        raise click.ClickException(str(error)) from error
+        raise BadInput(str(error)) from error  # exit 2, as every command's bad input
     state = build_state(config)
     try:
         if timeouts:

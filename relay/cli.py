@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from spyre_ci.exit_codes import BadInput
+from spyre_ci.json_input import json_object
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -25,7 +26,7 @@ CONFIG_OPTION = click.option(
 )
 
 
-def _load(config_path: Path | None) -> Any:
+def load_relay_config(config_path: Path | None) -> Any:
     """The configuration; a bad one is bad input (exit 2), one line per problem."""
     from relay.config import ConfigError, load_config
 
@@ -37,10 +38,10 @@ def _load(config_path: Path | None) -> Any:
 
 
 def _state(config_path: Path | None, *, check_allowlist: bool = False) -> Any:
-    return _state_of(_load(config_path), check_allowlist=check_allowlist)
+    return relay_state(load_relay_config(config_path), check_allowlist=check_allowlist)
 
 
-def _state_of(config: Any, *, check_allowlist: bool = False) -> Any:
+def relay_state(config: Any, *, check_allowlist: bool = False) -> Any:
     """The relay state; `check_allowlist` refuses to go on with an allowlist that cannot
     be loaded, naming its source and the error (serve, worker): exit 2 for a file (bad
     input), 1 for a URL (a service that failed)."""
@@ -50,8 +51,9 @@ def _state_of(config: Any, *, check_allowlist: bool = False) -> Any:
 
     try:
         state = build_state(config)
-    except StoreError as exc:
-        raise click.ClickException(f"relay store {config.store_url}: {exc}") from exc
+    except StoreError as exc:  # one line: the driver's message may span several
+        reason = " ".join(str(exc).split())
+        raise click.ClickException(f"relay store {config.store_url}: {reason}") from exc
     if check_allowlist and isinstance(state.allowlist, AllowlistSource):
         try:
             state.allowlist.load()
@@ -76,7 +78,12 @@ def _start_worker(state: Any) -> tuple[threading.Event, threading.Thread]:
 
 @click.group("relay")
 def relay_group() -> None:
-    """The CRCR-compatible relay: webhook ingest, durable dispatch, callbacks."""
+    """The CRCR-compatible relay: webhook ingest, durable dispatch, callbacks.
+
+    Exit codes: 0 done; 1 failed (the store cannot be reached, the relay answered an
+    error, an allowlist URL cannot be fetched); 2 bad input (configuration, an allowlist
+    file, an unknown dead-letter id, a payload that is not a JSON object), one line each.
+    """
 
 
 @relay_group.command()
@@ -96,11 +103,11 @@ def serve(
     from relay.logs import configure_logging
 
     configure_logging(log_level)
-    config = _load(config_path)
+    config = load_relay_config(config_path)
     mismatch = public_url_port_mismatch(config, port)
     if mismatch is not None:  # before the store is opened and migrated
         raise click.UsageError(mismatch)
-    state = _state_of(config, check_allowlist=True)
+    state = relay_state(config, check_allowlist=True)
     app = create_app(state.config, state=state)
     worker = _start_worker(state) if with_worker else None
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
@@ -258,20 +265,6 @@ def _default_event(upstream: str) -> dict[str, Any]:
     }
 
 
-def check_payload(body: bytes, path: Path) -> None:
-    """BadInput (naming the file, and line:col for a syntax error) unless `body` is a JSON
-    object: checked here, so that a bad file is never sent to be refused by the relay."""
-    try:
-        payload = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
-    if not isinstance(payload, dict):
-        kind = type(payload).__name__
-        raise BadInput(f"{path}: a webhook payload must be a JSON object, not a {kind}")
-
-
 @relay_group.command("send-test-event")
 @CONFIG_OPTION
 @click.option(
@@ -301,10 +294,10 @@ def send_test_event(
 
     from relay.webhook.signature import sign
 
-    config = _load(config_path)
+    config = load_relay_config(config_path)
     if payload_path is not None:
         body = payload_path.read_bytes()
-        check_payload(body, payload_path)
+        json_object(body, payload_path)  # checked first: a bad file is never sent
     elif event == "push":
         body = json.dumps(_default_push(config.upstream_repo)).encode()
     elif event == "pull_request":

@@ -24,7 +24,7 @@ CONVENTION_HELP = (
     "  2  bad input: usage, configuration, manifest, payload or input file (one line\n"
     "     naming the file, line and field; nothing done)\n"
     "  3+ specific to a command, listed in its --help (select: 3 fetch failure,\n"
-    "     4 nothing selected)"
+    "     4 nothing selected; test: 5 no tests collected)"
 )
 
 

@@ -93,7 +93,7 @@ def test_serve_refuses_a_malformed_file_in_one_line_naming_line_and_column(
     ("content", "message"),
     [
         ('{"action": "opened",\n "number": }\n', "{path}:2:12: not JSON: Expecting value"),
-        ("[1, 2]", "{path}: a webhook payload must be a JSON object, not a list"),
+        ("[1, 2]", "{path}: must be a JSON object, not a list"),
         (b"\xff\xfe{}", "{path}: not UTF-8 text"),
     ],
 )
@@ -119,3 +119,19 @@ def test_send_test_event_checks_the_payload_before_sending_it(
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines()[0].startswith("Error: " + message.format(path=payload))
     assert "cannot reach" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["status", "sweep"])
+def test_an_unreachable_store_fails_in_one_line(tmp_path: Path, command: str) -> None:
+    # nothing listens on the port: the store cannot be reached (a failure, not bad input)
+    url = f"postgresql://relay@127.0.0.1:{free_port()}/relay"
+    config = write_relay_config(tmp_path, store_url=url, store_timeout_seconds=1)
+    result = subprocess.run(
+        [sys.executable, "-m", "spyre_ci", "relay", command, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"Error: relay store {url}: cannot connect"), line

@@ -21,26 +21,43 @@ from torch_spyre_ref.stick import STICK_BYTES, padded_allocation_bytes
 
 @dataclass
 class MemoryStats:
-    allocated: int = 0
+    """Padded bytes and counts of live device allocations, their peaks and the accumulated
+    totals (what a caching allocator reports as ``allocated_bytes.all.*`` and
+    ``allocation.all.*``; nothing is cached, so reserved memory is allocated memory)."""
+
+    allocated: int = 0  # bytes alive
     peak: int = 0
-    allocations: int = 0
+    live: int = 0  # allocations alive
+    peak_live: int = 0
+    allocations: int = 0  # accumulated (since the start or reset_accumulated)
     frees: int = 0
+    allocated_total: int = 0
+    freed_total: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, nbytes: int) -> None:
         with self.lock:
             self.allocated += nbytes
-            self.allocations += 1
             self.peak = max(self.peak, self.allocated)
+            self.live += 1
+            self.peak_live = max(self.peak_live, self.live)
+            self.allocations += 1
+            self.allocated_total += nbytes
 
     def remove(self, nbytes: int) -> None:
         with self.lock:
             self.allocated -= nbytes
+            self.live -= 1
             self.frees += 1
+            self.freed_total += nbytes
 
     def reset_peak(self) -> None:
         with self.lock:
-            self.peak = self.allocated
+            self.peak, self.peak_live = self.allocated, self.live
+
+    def reset_accumulated(self) -> None:
+        with self.lock:
+            self.allocations = self.frees = self.allocated_total = self.freed_total = 0
 
 
 STATS = MemoryStats()

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from torch_spyre_ref import _accelerator, _autocast, _patches, device
+from torch_spyre_ref import _accelerator, _autocast, _compile_guard, _patches, device
 from torch_spyre_ref._fallback import spyre_fallback
 from torch_spyre_ref._kernels import SPYRE_KERNELS
 
@@ -82,6 +82,7 @@ def register() -> None:
     _LIBRARIES.extend([fallback, kernels, bits, autocast, policy])
     _patches.install()
     _accelerator.install()
+    _compile_guard.install()
 
 
 def _bound_fallback(op: torch._ops.OpOverload) -> Any:

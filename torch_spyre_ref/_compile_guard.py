@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 MESSAGE = (
-    'torch.compile\'s default backend (Inductor) cannot compile for the spyre device: use '
+    "torch.compile's default backend (Inductor) cannot compile for the spyre device: use "
     'torch.compile(fn, backend="spyre"), the reference device\'s backend (adapters, scratchpad '
     "diagnostics, ATen graphs run on spyre; docs/device.md)"
 )

@@ -48,7 +48,7 @@ def exit_code_of_pytest(code: int) -> int:
     """pytest's exit code as ours: its usage errors (bad arguments after --, a manifest
     that selects zero tests, selected ids that all do not exist) are bad input (2); an
     interrupted run (collection errors, Ctrl-C) or an internal error is a failed run (1);
-    0, 1 and 5 (no tests collected) stay as pytest gives them."""
+    the others stay as pytest gives them (0, 1, 5 no tests collected)."""
     from pytest import ExitCode
 
     if code == ExitCode.USAGE_ERROR:

@@ -489,7 +489,7 @@ def test_a_selection_without_selection_json_names_the_file_without_a_location(
     assert line.startswith(f"{selection}/selection.json: cannot read the selection:")
 
 
-def test_failing_tests_exit_1_and_no_collected_test_exits_5(tree: Path) -> None:
+def test_failing_tests_exit_1(tree: Path) -> None:
     must_pass = tree / "must_pass.yaml"  # test_raises raises on purpose: here it must pass
     must_pass.write_text(
         (tree / "m.yaml").read_text().replace("mode: xfail", "mode: mandatory_success")
@@ -497,5 +497,17 @@ def test_failing_tests_exit_1_and_no_collected_test_exits_5(tree: Path) -> None:
     failed = spyre_ci_test("must_pass.yaml", src=tree, cwd=tree)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "1 failed" in failed.stdout
-    none = spyre_ci_test("m.yaml", src=tree, cwd=tree, pytest_args=("-k", "nothing_matches"))
-    assert none.returncode == 5, none.stdout + none.stderr
+
+
+def test_pytests_exit_codes_map_onto_the_shared_convention() -> None:
+    from test_manifests.cli import exit_code_of_pytest
+
+    expected = {
+        pytest.ExitCode.OK: 0,
+        pytest.ExitCode.TESTS_FAILED: 1,
+        pytest.ExitCode.INTERRUPTED: 1,  # collection errors, Ctrl-C: the run failed
+        pytest.ExitCode.INTERNAL_ERROR: 1,
+        pytest.ExitCode.USAGE_ERROR: 2,  # bad input, as for every command
+        pytest.ExitCode.NO_TESTS_COLLECTED: 5,
+    }
+    assert {code: exit_code_of_pytest(code) for code in expected} == expected

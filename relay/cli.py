@@ -14,6 +14,9 @@ from typing import Any
 
 import click
 
+from spyre_ci.exit_codes import BadInput
+from spyre_ci.json_input import json_object
+
 CONFIG_OPTION = click.option(
     "--config",
     "config_path",
@@ -23,37 +26,42 @@ CONFIG_OPTION = click.option(
 )
 
 
-def _load(config_path: Path | None) -> Any:
+def load_relay_config(config_path: Path | None) -> Any:
+    """The configuration; a bad one is bad input (exit 2), one line per problem."""
     from relay.config import ConfigError, load_config
 
     try:
         config = load_config(config_path)
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     return config
 
 
 def _state(config_path: Path | None, *, check_allowlist: bool = False) -> Any:
-    return _state_of(_load(config_path), check_allowlist=check_allowlist)
+    return relay_state(load_relay_config(config_path), check_allowlist=check_allowlist)
 
 
-def _state_of(config: Any, *, check_allowlist: bool = False) -> Any:
-    """The relay state; `check_allowlist` refuses to go on (exit 1) with an allowlist
-    that cannot be loaded, naming its source and the error (serve, worker)."""
+def relay_state(config: Any, *, check_allowlist: bool = False) -> Any:
+    """The relay state; `check_allowlist` refuses to go on with an allowlist that cannot
+    be loaded, naming its source and the error (serve, worker): exit 2 for a file (bad
+    input), 1 for a URL (a service that failed)."""
     from relay.allowlist_source import AllowlistSource, AllowlistUnavailable
     from relay.state import build_state
     from relay.store import StoreError
 
     try:
         state = build_state(config)
-    except StoreError as exc:
-        raise click.ClickException(f"relay store {config.store_url}: {exc}") from exc
+    except StoreError as exc:  # one line: the driver's message may span several
+        reason = " ".join(str(exc).split())
+        raise click.ClickException(f"relay store {config.store_url}: {reason}") from exc
     if check_allowlist and isinstance(state.allowlist, AllowlistSource):
         try:
             state.allowlist.load()
         except AllowlistUnavailable as exc:
             state.close()
-            raise click.ClickException(str(exc)) from exc
+            if state.allowlist.is_url:
+                raise click.ClickException(str(exc)) from exc
+            raise BadInput(str(exc)) from exc
     return state
 
 
@@ -70,7 +78,12 @@ def _start_worker(state: Any) -> tuple[threading.Event, threading.Thread]:
 
 @click.group("relay")
 def relay_group() -> None:
-    """The CRCR-compatible relay: webhook ingest, durable dispatch, callbacks."""
+    """The CRCR-compatible relay: webhook ingest, durable dispatch, callbacks.
+
+    Exit codes: 0 done; 1 failed (the store cannot be reached, the relay answered an
+    error, an allowlist URL cannot be fetched); 2 bad input (configuration, an allowlist
+    file, an unknown dead-letter id, a payload that is not a JSON object), one line each.
+    """
 
 
 @relay_group.command()
@@ -90,11 +103,11 @@ def serve(
     from relay.logs import configure_logging
 
     configure_logging(log_level)
-    config = _load(config_path)
+    config = load_relay_config(config_path)
     mismatch = public_url_port_mismatch(config, port)
     if mismatch is not None:  # before the store is opened and migrated
         raise click.UsageError(mismatch)
-    state = _state_of(config, check_allowlist=True)
+    state = relay_state(config, check_allowlist=True)
     app = create_app(state.config, state=state)
     worker = _start_worker(state) if with_worker else None
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
@@ -175,7 +188,7 @@ def status(config_path: Path | None, as_json: bool) -> None:
 @click.argument("job_ids", nargs=-1)
 def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ...]) -> None:
     """List the jobs that exhausted their attempts (all, or JOB_IDs); --requeue sends them
-    again. An unknown JOB_ID is an error (exit 1)."""
+    again. An unknown JOB_ID is bad input (exit 2)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -185,7 +198,7 @@ def dead_letters(config_path: Path | None, requeue: bool, job_ids: tuple[str, ..
     rows = list_dead_letters(state.store, job_ids=job_ids)
     unknown = sorted(set(job_ids) - {r["job_id"] for r in rows})
     if unknown:
-        raise click.ClickException(
+        raise BadInput(
             f"no dead letter with id {', '.join(unknown)} (see `spyre-ci relay dead-letters`)"
         )
     if requeue:
@@ -272,14 +285,19 @@ def send_test_event(
     payload_path: Path | None,
     delivery_id: str | None,
 ) -> None:
-    """Sign a webhook with the first configured secret and POST it to the relay."""
+    """Sign a webhook with the first configured secret and POST it to the relay.
+
+    Exit codes: 0 the relay accepted it (2xx), 1 the relay answered an error or could not
+    be reached, 2 bad input (configuration, a --payload that is not a JSON object).
+    """
     import httpx
 
     from relay.webhook.signature import sign
 
-    config = _load(config_path)
+    config = load_relay_config(config_path)
     if payload_path is not None:
         body = payload_path.read_bytes()
+        json_object(body, payload_path)  # checked first: a bad file is never sent
     elif event == "push":
         body = json.dumps(_default_push(config.upstream_repo)).encode()
     elif event == "pull_request":

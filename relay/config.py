@@ -13,10 +13,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-ENV_PREFIX = "SPYRE_RELAY_"
+from relay.config_sources import ENV_PREFIX, ConfigSources
+from spyre_ci.yaml_positions import (
+    Loc,
+    Positions,
+    YamlSyntaxError,
+    format_loc,
+    parse_yaml_positions,
+)
+
 CONFIG_PATH_VAR = "SPYRE_RELAY_CONFIG"
 MIN_RETENTION_DAYS = 3.0  # GitHub's redelivery window and CRCR's TTL
 _M = TypeVar("_M", bound=BaseModel)
@@ -89,6 +104,17 @@ class TargetConfig(_Model):
     level: Literal["L1", "L2", "L3", "L4"] = "L2"
     options: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("connection")
+    @classmethod
+    def _known_connection(cls, connection: str) -> str:
+        # At load, not at the first dispatch: a typo would otherwise retry forever.
+        from relay.dispatch.dispatcher import DISPATCHER_FACTORIES
+
+        if connection not in DISPATCHER_FACTORIES:
+            known = ", ".join(sorted(DISPATCHER_FACTORIES))
+            raise ValueError(f"unknown connection {connection!r} (known: {known})")
+        return connection
+
 
 class RelayConfig(_Model):
     upstream_repo: str = "pytorch/pytorch"
@@ -108,6 +134,17 @@ class RelayConfig(_Model):
         default_factory=dict, description="settings of modules added by other parts of the relay"
     )
 
+    @field_validator("store_url")
+    @classmethod
+    def _known_store(cls, url: str) -> str:
+        from relay.store import BadStoreURL, check_store_url
+
+        try:
+            check_store_url(url)
+        except BadStoreURL as exc:  # at load: `relay status` would otherwise accept it
+            raise ValueError(str(exc)) from None
+        return url
+
     @model_validator(mode="after")
     def _check_repo(self) -> RelayConfig:
         if self.upstream_repo.count("/") != 1:
@@ -126,8 +163,10 @@ class RelayConfig(_Model):
         return [s.get_secret_value().encode() for s in self.webhook_secrets]
 
 
-def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[Loc, str]]:
+    """The settings the `SPYRE_RELAY_*` variables give, and which variable set each."""
     out: dict[str, Any] = {}
+    variables: dict[Loc, str] = {}
     for key, value in environ.items():
         if not key.startswith(ENV_PREFIX) or key == CONFIG_PATH_VAR:
             continue
@@ -141,7 +180,8 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
             if leaf == "webhook_secrets"
             else value
         )
-    return out
+        variables[tuple(path)] = key
+    return out, variables
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,96 +203,92 @@ EXTRA_SECTIONS: dict[str, str] = {
 }
 
 
-def check_extra(extra: Mapping[str, Any], source: str = "") -> None:
-    """ConfigError (one line, naming the key) for an unknown `extra` section or an
-    invalid field of a known one."""
+def _import(qualified: str) -> Any:
     import importlib
 
-    where = f" ({source})" if source else ""
+    module_name, _, attr = qualified.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def check_extra(extra: Mapping[str, Any], sources: ConfigSources | None = None) -> None:
+    """ConfigError (one line per problem, naming the key and where it was set) for an
+    unknown `extra` section or an invalid field of a known one."""
+    sources = sources or ConfigSources(data={"extra": extra})
     for name in extra:
+        loc: Loc = ("extra", name)
         if name not in EXTRA_SECTIONS:
             known = ", ".join(sorted(EXTRA_SECTIONS))
             raise ConfigError(
-                f"invalid relay configuration{where}: extra.{name}: unknown section"
-                f" (known: {known})"
+                f"{sources.where(loc)}: extra.{name}: unknown section (known: {known})"
             )
-        module_name, _, attr = EXTRA_SECTIONS[name].partition(":")
-        model = getattr(importlib.import_module(module_name), attr)
         if extra[name] is not None and not isinstance(extra[name], Mapping):
-            raise ConfigError(
-                f"invalid relay configuration{where}: extra.{name}: must be a mapping"
-            )
-        extra_section(extra, name, model)
+            raise ConfigError(f"{sources.where(loc)}: extra.{name}: must be a mapping")
+        extra_section(extra, name, _import(EXTRA_SECTIONS[name]), sources)
 
 
 # The options model of each target connection that has options (module:attribute).
 TARGET_OPTIONS: dict[str, str] = {"local": "relay.local_target:LocalTargetOptions"}
 
 
-def check_target_options(targets: list[TargetConfig], source: str = "") -> None:
-    """ConfigError (one line, naming `targets[<name>].options.<field>`) for a target whose
-    options its connection does not accept."""
-    import importlib
-
-    where = f" ({source})" if source else ""
-    for target in targets:
+def check_target_options(targets: list[TargetConfig], sources: ConfigSources | None = None) -> None:
+    """ConfigError (one line per problem, naming `targets[<name>].options.<field>`) for a
+    target whose options its connection does not accept."""
+    sources = sources or ConfigSources(data={"targets": [t.model_dump() for t in targets]})
+    for index, target in enumerate(targets):
         if target.connection not in TARGET_OPTIONS:
             continue
-        module_name, _, attr = TARGET_OPTIONS[target.connection].partition(":")
-        model = getattr(importlib.import_module(module_name), attr)
+        model = _import(TARGET_OPTIONS[target.connection])
         try:
             model.model_validate(target.options)
         except ValidationError as exc:
-            fields = "; ".join(
-                f"targets[{target.name}].options.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise ConfigError(f"invalid relay configuration{where}: {fields}") from None
+            prefix: Loc = ("targets", index, "options")
+            raise ConfigError(sources.describe(exc.errors(), prefix, model)) from None
 
 
-def extra_section(extra: Mapping[str, Any], name: str, model: type[_M]) -> _M:
+def extra_section(
+    extra: Mapping[str, Any], name: str, model: type[_M], sources: ConfigSources | None = None
+) -> _M:
     """``extra.<name>`` of the configuration (a part's own settings) validated by ``model``;
-    ConfigError naming ``extra.<name>.<field>`` otherwise."""
+    ConfigError naming ``extra.<name>.<field>`` (and, given `sources`, where it was set)."""
     try:
         return model.model_validate(extra.get(name) or {})
     except ValidationError as error:
-        fields = "; ".join(
-            f"extra.{name}." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
-            for e in error.errors()
-        )
-        raise ConfigError(f"invalid relay configuration: {fields}") from None
+        sources = sources or ConfigSources(data={"extra": extra})
+        raise ConfigError(sources.describe(error.errors(), ("extra", name), model)) from None
 
 
-def _describe(exc: ValidationError, source: str) -> str:
-    lines = [f"invalid relay configuration ({source}):"]
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        env = ENV_PREFIX + "__".join(str(p) for p in err["loc"] if isinstance(p, str)).upper()
-        lines.append(f"  {field}: {err['msg']} (YAML key {field!r} or variable {env})")
-    return "\n".join(lines)
+def _read_yaml(path: Path) -> tuple[dict[str, Any], Positions]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read relay configuration {path}: {exc.strerror}") from exc
+    try:
+        parsed = parse_yaml_positions(text, str(path))
+    except YamlSyntaxError as exc:
+        raise ConfigError(str(exc)) from None
+    if parsed.duplicate_keys:
+        loc, line, column = parsed.duplicate_keys[0]
+        raise ConfigError(f"{path}:{line}:{column}: {format_loc(loc)}: duplicate key")
+    if parsed.data is not None and not isinstance(parsed.data, dict):
+        raise ConfigError(f"{path}:1:1: the top level must be a mapping")
+    return parsed.data or {}, parsed.positions
 
 
 def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> RelayConfig:
+    """The configuration of `path` (else $SPYRE_RELAY_CONFIG, else none) overlaid by the
+    environment; ConfigError with one line per problem, each naming the field and where it
+    was set (file:line:col or the variable), at load: nothing starts with a bad setting."""
     environ = os.environ if environ is None else environ
     if path is None and environ.get(CONFIG_PATH_VAR):
         path = Path(environ[CONFIG_PATH_VAR])
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read relay configuration {path}: {exc.strerror}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"relay configuration {path} is not valid YAML: {exc}") from exc
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"relay configuration {path}: the top level must be a mapping")
-        data = loaded or {}
-    data = _merge(data, _env_overrides(environ))
-    source = f"{path} + environment" if path else "environment"
+    data, positions = _read_yaml(path) if path is not None else ({}, {})
+    overrides, variables = _env_overrides(environ)
+    data = _merge(data, overrides)
+    sources = ConfigSources(path, positions, variables, data)
     try:
         config = RelayConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from exc
-    check_extra(config.extra, source)
-    check_target_options(config.targets, source)
+        raise ConfigError(sources.describe(exc.errors(), (), RelayConfig)) from None
+    check_extra(config.extra, sources)
+    check_target_options(config.targets, sources)
     return config

@@ -51,7 +51,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from relay.dispatch.dispatcher import DispatchRequest
 from relay.dispatch.payload import build_client_payload
@@ -82,6 +82,18 @@ class LocalTargetOptions(BaseModel):
     )
     oidc_key_path: Path = Path(".spyre-relay/local-oidc-key.pem")
     events: list[str] = Field(default_factory=lambda: ["pull_request", "push"])
+
+    @field_validator("events")
+    @classmethod
+    def _known_events(cls, events: list[str]) -> list[str]:
+        # the allowlist's event groups: any other name would silently never match
+        from relay.allowlist import KNOWN_EVENTS
+
+        unknown = sorted(set(events) - KNOWN_EVENTS)
+        if unknown:
+            known = ", ".join(sorted(KNOWN_EVENTS))
+            raise ValueError(f"unknown event group(s) {', '.join(unknown)} (known: {known})")
+        return events
 
 
 def target_options(options: dict[str, Any], target: str) -> LocalTargetOptions:

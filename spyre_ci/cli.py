@@ -13,6 +13,7 @@ import importlib
 import click
 
 from spyre_ci import __version__
+from spyre_ci.exit_codes import CONVENTION_HELP
 
 # Modules whose `register(group)` adds subcommands. Order = order in --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -25,7 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=CONVENTION_HELP)
 @click.version_option(__version__, "--version", prog_name="spyre-ci")
 def cli() -> None:
     """CI for out-of-tree PyTorch backends: relay, test selection, reference device."""

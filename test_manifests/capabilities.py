@@ -184,7 +184,7 @@ def default_capability_path() -> Path:
     spec = importlib.util.find_spec("torch_spyre_ref")
     if spec is None or not spec.submodule_search_locations:
         raise CapabilityError(
-            [ManifestIssue("torch_spyre_ref", 0, 0, "", "package torch_spyre_ref not found")]
+            [ManifestIssue("torch_spyre_ref", None, None, "", "package torch_spyre_ref not found")]
         )
     return Path(next(iter(spec.submodule_search_locations))) / CAPABILITY_FILE_NAME
 
@@ -208,5 +208,7 @@ def load_capabilities(path: Path | None = None) -> Capabilities:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise CapabilityError([ManifestIssue(str(path), 0, 0, "", f"cannot read: {exc}")]) from exc
+        raise CapabilityError(
+            [ManifestIssue(str(path), None, None, "", f"cannot read: {exc}")]
+        ) from exc
     return capabilities_from_text(text, str(path))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from spyre_ci.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED
 from test_manifests.loader import ManifestError, load_manifest, load_manifests
 from test_manifests.matching import PathRoots, env_root
 from test_manifests.model import Manifest
@@ -37,9 +38,24 @@ def _roots(pytorch_src: Path | None, device_src: Path | None = None) -> PathRoot
 
 
 def _fail(exc: ManifestError) -> NoReturn:
+    """Bad input (exit 2): one line per problem, each naming file, line and field."""
     for issue in exc.issues:
         click.echo(str(issue), err=True)
-    raise SystemExit(1)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def exit_code_of_pytest(code: int) -> int:
+    """pytest's exit code as ours: its usage errors (bad arguments after --, a manifest
+    that selects zero tests, selected ids that all do not exist) are bad input (2); an
+    interrupted run (collection errors, Ctrl-C) or an internal error is a failed run (1);
+    the others stay as pytest gives them (0, 1, 5 no tests collected)."""
+    from pytest import ExitCode
+
+    if code == ExitCode.USAGE_ERROR:
+        return EXIT_BAD_INPUT
+    if code in (ExitCode.INTERRUPTED, ExitCode.INTERNAL_ERROR):
+        return EXIT_FAILED
+    return int(code)
 
 
 def _load_one(paths: tuple[Path, ...]) -> Manifest:
@@ -68,7 +84,10 @@ def manifest_group() -> None:
 @manifest_group.command("validate")
 @_PATHS
 def validate_command(paths: tuple[Path, ...]) -> None:
-    """Validate manifests; every error names file, line and field."""
+    """Validate manifests; every error names file, line and field.
+
+    Exit codes: 0 every manifest is valid, 2 one is not (one line per problem).
+    """
     failed = False
     for path in paths:
         try:
@@ -83,7 +102,7 @@ def validate_command(paths: tuple[Path, ...]) -> None:
             f"ok: {path} ({len(manifest.suite.files)} file(s), {tests} test entr{'y' if tests == 1 else 'ies'})"
         )
     if failed:
-        raise SystemExit(1)
+        raise SystemExit(EXIT_BAD_INPUT)
 
 
 @manifest_group.command("schema")
@@ -114,7 +133,11 @@ def schema_command(output: Path | None) -> None:
     "--no-opinfo", is_flag=True, help="skip the OpInfo/ModuleInfo checks (they import torch)"
 )
 def lint_command(paths: tuple[Path, ...], pytorch_src: Path | None, no_opinfo: bool) -> None:
-    """Names that match nothing, variant names, duplicates, unknown ops/dtypes, missing reasons."""
+    """Names that match nothing, variant names, duplicates, unknown ops/dtypes, missing reasons.
+
+    Exit codes: 0 no error finding (warnings allowed), 1 error findings, 2 a manifest
+    cannot be loaded.
+    """
     from test_manifests.lint import catalog_from_torch, lint
 
     catalog = None if no_opinfo else catalog_from_torch()
@@ -133,7 +156,7 @@ def lint_command(paths: tuple[Path, ...], pytorch_src: Path | None, no_opinfo: b
             click.echo(f"clean: {path}")
     if errors:
         click.echo(f"{errors} error(s)", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_FAILED)
 
 
 @manifest_group.command("explain")
@@ -214,7 +237,19 @@ def test_command(
     upstream_conftest: bool,
     pytest_args: tuple[str, ...],
 ) -> None:
-    """Run upstream PyTorch tests against spyre under a manifest: [-- pytest args]."""
+    """Run upstream PyTorch tests against spyre under a manifest: [-- pytest args].
+
+    Needs a PyTorch source tree (--pytorch-src DIR, or SPYRE_CI_PYTORCH_SRC / PYTORCH_ROOT)
+    of the version the tests are meant for: the manifests name files of its test/ directory.
+
+    \b
+    Exit codes:
+      0  every test that ran passed (an empty shard runs nothing: 0 too)
+      1  tests failed, or pytest stopped (collection errors, interrupted, internal error)
+      2  bad input: an invalid manifest, no PyTorch tree, a bad --selection/--shard, or one
+         of pytest's usage errors (a manifest that selects zero tests, bad pytest args)
+      5  pytest collected no tests (e.g. a -k that matches none)
+    """
     import pytest
 
     from test_manifests.run import BadShard, manifest_paths, read_selection, shipped_manifests
@@ -265,7 +300,7 @@ def test_command(
         )
     )
     click.echo("pytest " + " ".join(args), err=True)
-    sys.exit(int(pytest.main(args)))
+    sys.exit(exit_code_of_pytest(pytest.main(args)))
 
 
 def _selection_manifests(chosen: Selection | None) -> list[Path]:

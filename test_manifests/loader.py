@@ -1,7 +1,7 @@
 """Load a manifest from YAML, reporting every error with file, line and field.
 
-YAML is composed into nodes first so that each key and list item keeps its position;
-pydantic's error locations are then mapped back to those positions.
+YAML is composed into nodes first so that each key and list item keeps its position
+(`spyre_ci.yaml_positions`); pydantic's error locations are then mapped back to them.
 """
 
 from __future__ import annotations
@@ -11,25 +11,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from spyre_ci.yaml_positions import YamlSyntaxError, format_loc, locate, parse_yaml_positions
 from test_manifests.inputs import TAG_PREFIX
 from test_manifests.model import Loc, Manifest
 
 
 @dataclass(frozen=True)
 class ManifestIssue:
-    """One problem in a manifest, located precisely."""
+    """One problem in a manifest, located precisely (line and column None: the problem is
+    the file as a whole, e.g. it cannot be read; no location is better than a false one)."""
 
     file: str
-    line: int
-    column: int
+    line: int | None
+    column: int | None
     field: str
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}"
+        where = self.file if self.line is None else f"{self.file}:{self.line}:{self.column}"
         return (
             f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
         )
@@ -43,77 +44,28 @@ class ManifestError(Exception):
         super().__init__("\n".join(str(issue) for issue in self.issues))
 
 
-def format_loc(loc: Loc) -> str:
-    """('test_suite_config', 'files', 0, 'path') -> 'test_suite_config.files[0].path'."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
-class _Positions:
-    """Walks composed YAML nodes, building plain data and a loc -> (line, column) map."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.positions: dict[Loc, tuple[int, int]] = {}
-        self.issues: list[ManifestIssue] = []
-        self._constructor = yaml.SafeLoader("")
-
-    def build(self, node: yaml.Node, loc: Loc) -> Any:
-        self.positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, loc)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
-        return self._constructor.construct_object(node, deep=True)
-
-    def _mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
-        result: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = self._constructor.construct_object(key_node, deep=True)
-            mark = key_node.start_mark
-            if key in result:
-                self.issues.append(
-                    ManifestIssue(
-                        self.file,
-                        mark.line + 1,
-                        mark.column + 1,
-                        format_loc((*loc, key)),
-                        "duplicate key",
-                    )
-                )
-            self.positions[(*loc, key)] = (mark.line + 1, mark.column + 1)
-            result[key] = self.build(value_node, (*loc, key))
-        return result
-
-
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[Loc, tuple[int, int]]]:
     """Parse YAML text into data plus positions; ManifestError on syntax errors."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        parsed = parse_yaml_positions(text, file)
+    except YamlSyntaxError as exc:
         raise ManifestError(
-            [ManifestIssue(file, line, column, "", f"malformed YAML: {exc.problem}")]
+            [ManifestIssue(file, exc.line, exc.column, "", f"malformed YAML: {exc.problem}")]
         ) from exc
-    if node is None:
+    if parsed.data is None:
         raise ManifestError([ManifestIssue(file, 1, 1, "", "empty manifest")])
-    walker = _Positions(file)
-    data = walker.build(node, ())
-    if walker.issues:
-        raise ManifestError(walker.issues)
-    return data, walker.positions
+    if parsed.duplicate_keys:
+        raise ManifestError(
+            ManifestIssue(file, line, column, format_loc(loc), "duplicate key")
+            for loc, line, column in parsed.duplicate_keys
+        )
+    return parsed.data, parsed.positions
 
 
 def issue_for(error: Any, file: str, positions: dict[Loc, tuple[int, int]]) -> ManifestIssue:
     """A pydantic error located in the YAML document (file, line, column, field)."""
     loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(TAG_PREFIX))
-    probe = loc
-    while probe and probe not in positions:
-        probe = probe[:-1]
-    line, column = positions.get(probe, (1, 1))
+    line, column = locate(loc, positions) or (1, 1)
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = f"unknown key {loc[-1]!r}"
@@ -141,7 +93,7 @@ def load_manifest(path: str | Path) -> Manifest:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ManifestError([ManifestIssue(file, 0, 0, "", f"cannot read: {exc}")]) from exc
+        raise ManifestError([ManifestIssue(file, None, None, "", f"cannot read: {exc}")]) from exc
     return manifest_from_text(text, file)
 
 

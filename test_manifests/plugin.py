@@ -19,7 +19,7 @@ import pytest
 
 from test_manifests.loader import ManifestError
 from test_manifests.matching import PathRoots, env_root
-from test_manifests.run import check_tokens, load_merged
+from test_manifests.run import load_merged
 
 PLUGIN_NAME = "spyre-manifest"
 
@@ -78,9 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not paths:
         return
     try:
-        manifest = load_merged([Path(p) for p in paths])
         roots = path_roots(config)
-        check_tokens(manifest, roots)
+        manifest = load_merged([Path(p) for p in paths], roots)
     except ManifestError as exc:
         raise pytest.UsageError(f"invalid manifest:\n{exc}") from exc
     from test_manifests.session import ManifestSession

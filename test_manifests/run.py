@@ -73,13 +73,17 @@ def _read_doc(directory: Path, required: bool) -> dict[str, object] | None:
         return None
     try:
         doc = json.loads(doc_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         raise ManifestError(
-            [ManifestIssue(str(doc_path), 0, 0, "", f"cannot read the selection: {exc}")]
+            [ManifestIssue(str(doc_path), None, None, "", f"cannot read the selection: {exc}")]
+        ) from exc
+    except json.JSONDecodeError as exc:  # the parser knows where it stopped: say so
+        raise ManifestError(
+            [ManifestIssue(str(doc_path), exc.lineno, exc.colno, "", f"not JSON: {exc.msg}")]
         ) from exc
     if not isinstance(doc, dict):
         raise ManifestError(
-            [ManifestIssue(str(doc_path), 0, 0, "", "cannot read the selection: not an object")]
+            [ManifestIssue(str(doc_path), 1, 1, "", "the selection must be a JSON object")]
         )
     return doc
 
@@ -128,9 +132,12 @@ def read_selection(directory: Path, shard: int | None) -> Selection:
     return selection
 
 
-def load_merged(paths: list[Path]) -> Manifest:
-    """Load manifests (every error of every file) and merge them into one."""
+def load_merged(paths: list[Path], roots: PathRoots | None = None) -> Manifest:
+    """Load manifests (every error of every file) and merge them into one; with `roots`,
+    check first that every path token has a value (each manifest against its own lines)."""
     loaded = load_manifests(paths)
+    if roots is not None:
+        check_tokens(loaded, roots)
     return merge_manifests(loaded) if len(loaded) > 1 else loaded[0]
 
 
@@ -140,41 +147,48 @@ def manifest_paths(manifests: list[Path], selection: Selection | None) -> list[P
 
 
 def _path_issue(manifest: Manifest, index: int, message: str) -> ManifestIssue:
-    """A problem with `files[index].path`, at the line it was written."""
+    """A problem with `files[index].path` of `manifest` as loaded (not merged: a merged
+    index would name an entry its file does not have), at the line it was written."""
     pos = manifest.position(("files", index, "path"))
     field = f"test_suite_config.files[{index}].path"
     return ManifestIssue(pos.file, pos.line, pos.column, field, message)
 
 
-def check_tokens(manifest: Manifest, roots: PathRoots) -> None:
-    """A path token with no value is an error naming the file and line."""
+def check_tokens(manifests: list[Manifest], roots: PathRoots) -> None:
+    """A path token with no value is one error per token (not one per file entry: the fix,
+    a root, is the same), located at the first entry that uses it."""
+    unset: dict[str, list[tuple[Manifest, int]]] = {}
+    for manifest in manifests:
+        for index, entry in enumerate(manifest.suite.files):
+            if expand_path(entry.path, roots) is None:
+                token = next(t for t in PATH_TOKENS_ENV if t in entry.path)
+                unset.setdefault(token, []).append((manifest, index))
     issues = []
-    for index, entry in enumerate(manifest.suite.files):
-        if expand_path(entry.path, roots) is None:
-            token = next(t for t in PATH_TOKENS_ENV if t in entry.path)
-            hint = "--pytorch-src" if token == "${TORCH_ROOT}" else "--device-src"
-            issues.append(
-                _path_issue(
-                    manifest,
-                    index,
-                    f"path token {token} has no value: pass {hint} or set "
-                    f"{' or '.join(PATH_TOKENS_ENV[token])}",
-                )
-            )
+    for token, uses in unset.items():
+        hint = "--pytorch-src DIR" if token == "${TORCH_ROOT}" else "--device-src DIR"
+        others = len(uses) - 1
+        more = f" ({others} more file entr{'y' if others == 1 else 'ies'} use it)" if others else ""
+        message = (
+            f"path token {token} has no value: pass {hint} or set "
+            f"{' or '.join(PATH_TOKENS_ENV[token])}{more}"
+        )
+        issues.append(_path_issue(*uses[0], message))
     if issues:
         raise ManifestError(issues)
 
 
-def manifest_files(manifest: Manifest, roots: PathRoots) -> list[Path]:
-    """The upstream files the manifest names; a path that names no file is an error."""
+def manifest_files(manifests: list[Manifest], roots: PathRoots) -> list[Path]:
+    """The upstream files the manifests name; a path that names no file is an error."""
     files: list[Path] = []
     issues: list[ManifestIssue] = []
-    for index, entry in enumerate(manifest.suite.files):
-        expanded = expand_path(entry.path, roots)
-        found = sorted(glob.glob(expanded, recursive=True)) if expanded else []
-        if not found:
-            issues.append(_path_issue(manifest, index, f"{expanded or entry.path} names no file"))
-        files.extend(Path(f) for f in found)
+    for manifest in manifests:
+        for index, entry in enumerate(manifest.suite.files):
+            expanded = expand_path(entry.path, roots)
+            found = sorted(glob.glob(expanded, recursive=True)) if expanded else []
+            if not found:
+                message = f"{expanded or entry.path} names no file"
+                issues.append(_path_issue(manifest, index, message))
+            files.extend(Path(f) for f in found)
     if issues:
         raise ManifestError(issues)
     return list(dict.fromkeys(files))
@@ -203,8 +217,10 @@ def pytest_args(
     the pytest version PyTorch pins; unless asked for, it is not loaded (`--noconftest`).
     """
     paths = manifest_paths(manifests, selection)
-    manifest = load_merged(paths)
-    check_tokens(manifest, roots)
+    loaded = load_manifests(paths)
+    check_tokens(loaded, roots)
+    if len(loaded) > 1:
+        merge_manifests(loaded)  # conflicts between them are reported before pytest starts
     args = [arg for path in paths for arg in ("--manifest", str(path))]
     if roots.torch_root:
         args += ["--pytorch-src", roots.torch_root, "--rootdir", roots.torch_root]
@@ -217,7 +233,7 @@ def pytest_args(
     if selection is not None:
         args += selected_args(selection, Path(roots.torch_root or "."))
     else:
-        args += [str(f) for f in manifest_files(manifest, roots)]
+        args += [str(f) for f in manifest_files(loaded, roots)]
     return args + extra
 
 
@@ -243,8 +259,8 @@ def selected_args(selection: Selection, base: Path) -> list[str]:
             [
                 ManifestIssue(
                     str(base),
-                    0,
-                    0,
+                    None,
+                    None,
                     "",
                     f"none of the selected ids' files exists under {base}: {', '.join(files[:5])}"
                     + (" ..." if len(files) > 5 else ""),

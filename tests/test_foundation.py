@@ -41,6 +41,21 @@ def test_unknown_subcommand_fails_with_usage() -> None:
     assert "No such command" in result.stderr
 
 
+def test_every_command_shares_selects_exit_codes_and_says_so_in_help() -> None:
+    from selection.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_SELECTED
+    from spyre_ci import exit_codes
+
+    assert (exit_codes.EXIT_OK, exit_codes.EXIT_FAILED, exit_codes.EXIT_BAD_INPUT) == (
+        EXIT_SELECTED,
+        EXIT_INTERNAL,
+        EXIT_BAD_INPUT,
+    )
+    top = _spyre_ci("--help").stdout
+    assert "Exit codes (every command; docs/cli.md):" in top and "2  bad input" in top
+    for command in (("test",), ("relay",), ("ci",), ("manifest", "validate"), ("select",)):
+        assert "Exit codes" in _spyre_ci(*command, "--help").stdout, command
+
+
 def test_relay_and_selection_import_without_torch() -> None:
     # A relay host must not need the 2 GB wheel: importing the CLI, the relay
     # and the selection must not pull torch in.

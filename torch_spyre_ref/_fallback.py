@@ -13,13 +13,16 @@ from typing import Any
 import torch
 
 from torch_spyre_ref import _mode, _strict
-from torch_spyre_ref._allocator import allocate, storage_bytes
+from torch_spyre_ref._allocator import allocate_with_view, storage_bytes
 from torch_spyre_ref._dlpack import cpu_view
 from torch_spyre_ref._plans import Kind, OpPlan, plan_for
 
 DEVICE_TYPE = "spyre"
 CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _CPU = torch.device("cpu")
+# spyre:0 by its backend's original name (this module is imported before the rename);
+# comparing devices costs a third of reading `device.type`, on every argument of every op
+_SPYRE = torch.device("privateuseone", 0)
 _PLANS: dict[torch._ops.OpOverload, OpPlan] = {}
 
 
@@ -38,12 +41,12 @@ class _Conversion:
                 if x.dim() > 0:
                     self.saw_cpu = True
                 return x
-            if x.device.type == DEVICE_TYPE:
+            if x.device == _SPYRE:
                 self.saw_spyre = True
                 return cpu_view(x)
             return x
         if isinstance(x, (list, tuple)) and x and any(isinstance(e, torch.Tensor) for e in x):
-            return type(x)(self.value(e) for e in x)
+            return type(x)([self.value(e) for e in x])
         if isinstance(x, torch.device) and x.type == DEVICE_TYPE:
             return _CPU
         return x
@@ -68,8 +71,9 @@ def run_on_cpu(
     op: torch._ops.OpOverload, plan: OpPlan, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     conversion = _Conversion()
-    cpu_args = tuple(conversion.value(a) for a in args)
-    cpu_kwargs = {k: conversion.value(v) for k, v in kwargs.items()}
+    value = conversion.value
+    cpu_args = tuple([value(a) for a in args])
+    cpu_kwargs = {k: value(v) for k, v in kwargs.items()} if kwargs else {}
     if conversion.saw_spyre and conversion.saw_cpu and not plan.cross_device:
         raise RuntimeError(
             "Expected all tensors to be on the same device, but found at least two devices, "
@@ -132,7 +136,7 @@ def _call(
     Scalar overload, which wraps the number as upstream does."""
     if _has_number_for_tensor(plan, args):
         return op.overloadpacket(*args, **kwargs)
-    return op(*args, **kwargs)
+    return op._op(*args, **kwargs)  # the C++ operator itself: OpOverload.__call__ only forwards
 
 
 def _has_number_for_tensor(plan: OpPlan, args: tuple[Any, ...]) -> bool:
@@ -311,17 +315,17 @@ def _wrap_one(
 
 def to_device_copy(cpu: torch.Tensor) -> torch.Tensor:
     """A fresh device allocation holding ``cpu``'s values with its sizes and strides."""
-    if cpu.device.type == DEVICE_TYPE:
+    if not cpu.is_cpu:
         return cpu
     if cpu.is_contiguous():
-        out = allocate(cpu.shape, (), cpu.dtype, contiguous=True)
+        out, host = allocate_with_view(cpu.shape, (), cpu.dtype, contiguous=True)
     else:
         dense = _non_overlapping_dense(cpu)
-        out = allocate(
+        out, host = allocate_with_view(
             cpu.shape, cpu.stride() if dense else _contiguous_strides(cpu.shape), cpu.dtype
         )
     if cpu.numel():
-        cpu_view(out).copy_(cpu)
+        host.copy_(cpu)
     return out
 
 

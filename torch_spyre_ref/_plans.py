@@ -45,6 +45,9 @@ class OpPlan:
     # Keyword-only arguments the op writes (``out=``): kernels may resize them, which a CPU view
     # of device memory cannot do, so they get CPU scratch tensors copied back afterwards.
     out_args: tuple[str, ...] = ()
+    # Positions of positional arguments the op writes (``self`` of an in-place op): a caller
+    # that substitutes arguments must keep these, or the write lands in the substitute.
+    written_positions: frozenset[int] = frozenset()
     # Positions of Tensor-typed arguments: the boxed fallback hands wrapped numbers (``x + 2``)
     # to Python as plain numbers, which the Tensor overload would then reject.
     tensor_positions: tuple[int, ...] = ()
@@ -83,5 +86,10 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
             a.name
             for a in schema.arguments
             if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+        ),
+        written_positions=frozenset(
+            i
+            for i, a in enumerate(schema.arguments)
+            if not a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
         ),
     )

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from torch_spyre_ref import _autocast, _patches, device
+from torch_spyre_ref import _accelerator, _autocast, _compile_guard, _patches, device
 from torch_spyre_ref._fallback import spyre_fallback
 from torch_spyre_ref._kernels import SPYRE_KERNELS
 
@@ -29,16 +29,25 @@ class _Guard(torch._C._acc.DeviceGuard):
         return torch._C._autograd.DeviceType.PrivateUse1
 
 
+# Kernels that would otherwise run for spyre instead of the CPU kernel:
+# - CompositeExplicitAutograd: a decomposition (different float16 numerics than CPU);
+# - CompositeExplicitAutogradNonFunctional: the structured wrapper of a functional or in-place
+#   op (add.Tensor, add_.Tensor, ...), which allocates its output through the Python empty
+#   kernel and then calls the .out op through the Python fallback: two Python round trips
+#   per op, where running the CPU kernel directly takes one (about half the per-op cost of
+#   an elementwise op, docs/benchmarks.md). Same CPU kernel, same numerics either way.
+_COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+
+
 def _ops_preferring_cpu_kernels() -> list[str]:
-    """Ops with both a CPU kernel and a CompositeExplicitAutograd one: without an explicit spyre
-    registration the composite would run (with different float16 numerics than CPU)."""
+    """Ops with a CPU kernel and one of the composite kernels above, but no spyre kernel."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     return [
         name
         for name in torch._C._dispatch_get_all_op_names()
         if name.startswith("aten::")
         and has(name, "CPU")
-        and has(name, "CompositeExplicitAutograd")
+        and any(has(name, key) for key in _COMPOSITE_KEYS)
         and not has(name, "PrivateUse1")
     ]
 
@@ -81,6 +90,8 @@ def register() -> None:
     _autocast.register(policy)
     _LIBRARIES.extend([fallback, kernels, bits, autocast, policy])
     _patches.install()
+    _accelerator.install()
+    _compile_guard.install()
 
 
 def _bound_fallback(op: torch._ops.OpOverload) -> Any:

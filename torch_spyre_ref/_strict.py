@@ -129,6 +129,12 @@ def _round_through_fp16(value: Any) -> Any:
     return value
 
 
+def _round_in_place(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+        value.copy_(value.to(torch.float16))
+    return value
+
+
 def run(
     op: torch._ops.OpOverload,
     plan: OpPlan,
@@ -142,7 +148,12 @@ def run(
     if entry is None or not entry.matmul_class:
         return call(op, plan, cpu_args, cpu_kwargs)
     written = set(plan.out_args)
-    args = tuple(_round_through_fp16(a) for a in cpu_args)
+    # An argument the op writes in place (addmv_'s self) is rounded in place: a rounded copy
+    # would take the write instead of the device memory.
+    args = tuple(
+        _round_in_place(a) if i in plan.written_positions else _round_through_fp16(a)
+        for i, a in enumerate(cpu_args)
+    )
     kwargs = {k: v if k in written else _round_through_fp16(v) for k, v in cpu_kwargs.items()}
     result = call(op, plan, args, kwargs)
     for tensor in _tensors(result if isinstance(result, (list, tuple)) else (result,)):

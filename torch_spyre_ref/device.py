@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -138,14 +139,51 @@ def reset_peak_memory_stats(device: Any = None) -> None:
     STATS.reset_peak()
 
 
-def memory_stats(device: Any = None) -> dict[str, int]:
+def memory_reserved(device: Any = None) -> int:
+    """Bytes held for the device: no cache, so the allocated bytes."""
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return max_memory_allocated(device)
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
     _index(device)
-    return {
-        "allocated_bytes.all.current": STATS.allocated,
-        "allocated_bytes.all.peak": STATS.peak,
-        "allocation.all.allocated": STATS.allocations,
-        "allocation.all.freed": STATS.frees,
-    }
+    STATS.reset_accumulated()
+
+
+def empty_cache() -> None:
+    """Nothing is cached: every free returns the memory at once."""
+    return None
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes of the device, as ``torch.cuda.mem_get_info``."""
+    used = memory_allocated(device)
+    return TOTAL_MEMORY_BYTES - used, TOTAL_MEMORY_BYTES
+
+
+def memory_stats(device: Any = None) -> OrderedDict[str, int]:
+    """The statistics a caching allocator reports, under the same keys (sorted, as
+    ``torch.cuda.memory_stats``): bytes and counts, each current/peak/allocated/freed."""
+    _index(device)
+    with STATS.lock:
+        by_bytes = (STATS.allocated, STATS.peak, STATS.allocated_total, STATS.freed_total)
+        by_count = (STATS.live, STATS.peak_live, STATS.allocations, STATS.frees)
+    stats: dict[str, int] = {"num_alloc_retries": 0, "num_ooms": 0}
+    stats["num_device_alloc"], stats["num_device_free"] = by_count[2], by_count[3]
+    for family, values in (
+        ("allocated_bytes", by_bytes),
+        ("reserved_bytes", by_bytes),  # nothing cached: reserved is allocated
+        ("active_bytes", by_bytes),
+        ("allocation", by_count),
+        ("segment", by_count),
+        ("active", by_count),
+    ):
+        for metric, value in zip(("current", "peak", "allocated", "freed"), values, strict=True):
+            stats[f"{family}.all.{metric}"] = value
+    return OrderedDict(sorted(stats.items()))
 
 
 # --- random numbers -----------------------------------------------------------------------------
@@ -189,15 +227,23 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
 # --- streams and events -------------------------------------------------------------------------
 
 
-class Event:
-    """Marks a point in a stream; records the host time at which the stream reached it."""
+class Event(torch.Event):
+    """A ``torch.Event`` on spyre that records the host time its stream reached it (every op
+    has finished by then: the emulator is synchronous), so ``elapsed_time`` works as on CUDA."""
 
-    def __init__(self, enable_timing: bool = False) -> None:
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> Event:
+        return super().__new__(cls, "spyre", enable_timing=enable_timing)
+
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
         self.enable_timing = enable_timing
         self._recorded_at: float | None = None
 
-    def record(self, stream: Stream | None = None) -> None:
-        (stream or current_stream()).synchronize()
+    def record(self, stream: torch.Stream | None = None) -> None:
+        _stream_of(stream).synchronize()
         self._recorded_at = time.perf_counter()
 
     def query(self) -> bool:
@@ -206,28 +252,29 @@ class Event:
     def synchronize(self) -> None:
         return None
 
-    def wait(self, stream: Stream | None = None) -> None:
-        (stream or current_stream()).wait_event(self)
+    def wait(self, stream: torch.Stream | None = None) -> None:
+        _stream_of(stream).wait_event(self)
 
-    def elapsed_time(self, end_event: Event) -> float:
+    def elapsed_time(self, end_event: torch.Event) -> float:
         """Milliseconds between this event and ``end_event``, like ``torch.cuda.Event``."""
-        if not (self.enable_timing and end_event.enable_timing):
+        end_at = getattr(end_event, "_recorded_at", None)
+        if not (self.enable_timing and getattr(end_event, "enable_timing", False)):
             raise RuntimeError("elapsed_time needs both events created with enable_timing=True")
-        if self._recorded_at is None or end_event._recorded_at is None:
+        if self._recorded_at is None or end_at is None:
             raise RuntimeError("elapsed_time needs both events to have been recorded")
-        return (end_event._recorded_at - self._recorded_at) * 1000.0
+        return float((end_at - self._recorded_at) * 1000.0)
 
 
-class Stream:
-    """An in-order queue of device work (drained as soon as work is submitted)."""
+class Stream(torch.Stream):
+    """A ``torch.Stream`` on spyre: an in-order queue of device work, drained as soon as work
+    is submitted. Streams are told apart by identity (the C++ side gives every spyre stream
+    the default id: the Python device guard cannot create streams)."""
+
+    def __new__(cls, device: Any = None, priority: int = 0) -> Stream:
+        return super().__new__(cls, device=torch.device("spyre", _index(device)), priority=0)
 
     def __init__(self, device: Any = None, priority: int = 0) -> None:
-        self.device_index = _index(device)
         self.priority = priority
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("spyre", self.device_index)
 
     def query(self) -> bool:
         return True
@@ -235,53 +282,76 @@ class Stream:
     def synchronize(self) -> None:
         return None
 
-    def wait_event(self, event: Event) -> None:
+    def wait_event(self, event: torch.Event) -> None:
         event.synchronize()
 
-    def wait_stream(self, stream: Stream) -> None:
+    def wait_stream(self, stream: torch.Stream) -> None:
         stream.synchronize()
 
-    def record_event(self, event: Event | None = None) -> Event:
+    def record_event(self, event: torch.Event | None = None) -> torch.Event:
         event = event or Event()
         event.record(self)
         return event
 
+    def __enter__(self) -> Stream:
+        self._previous = current_stream()
+        set_stream(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        set_stream(self._previous)
+
     def __eq__(self, other: object) -> bool:
         return self is other
+
+    def __ne__(self, other: object) -> bool:  # torch.Stream's own compares ids: all are 0
+        return self is not other
 
     def __hash__(self) -> int:
         return id(self)
 
 
-_default_stream = Stream(0)
-_current_stream = _default_stream
+def _stream_of(stream: torch.Stream | None) -> torch.Stream:
+    return stream if stream is not None else current_stream()
+
+
+# Made at first use: a torch.Stream on spyre needs the device registered (after import).
+_default_stream: Stream | None = None
+_current_stream: torch.Stream | None = None
 
 
 def default_stream(device: Any = None) -> Stream:
+    global _default_stream
     _index(device)
+    if _default_stream is None:
+        _default_stream = Stream(0)
     return _default_stream
 
 
-def current_stream(device: Any = None) -> Stream:
+def current_stream(device: Any = None) -> torch.Stream:
     _index(device)
-    return _current_stream
+    return _current_stream if _current_stream is not None else default_stream()
 
 
 @contextlib.contextmanager
-def stream(s: Stream | None) -> Iterator[None]:
-    global _current_stream
+def stream(s: torch.Stream | None) -> Iterator[None]:
     if s is None:
         yield
         return
-    previous, _current_stream = _current_stream, s
+    previous = current_stream()
+    set_stream(s)
     try:
         yield
     finally:
-        _current_stream = previous
+        set_stream(previous)
 
 
-def set_stream(s: Stream) -> None:
+def set_stream(s: torch.Stream) -> None:
+    """Make ``s`` (a spyre ``torch.Stream``, e.g. a ``torch.spyre.Stream``) current."""
     global _current_stream
+    if s.device.type != "spyre":
+        raise ValueError(f"expected a spyre stream, got one on {s.device}")
+    _index(s.device)
     _current_stream = s
 
 

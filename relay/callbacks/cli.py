@@ -26,16 +26,12 @@ import click
 def sweep(config_path: Path | None, timeouts: bool, redeliver: bool, tags: bool) -> None:
     """Run the relay's sweepers once and report what they did."""
     from relay.callbacks.settings import callback_settings
-    from relay.config import ConfigError, load_config
-    from relay.state import build_state
+    from relay.cli import load_relay_config, relay_state
     from relay.sweepers import poll_tags, sweep_failed_deliveries, sweep_timeouts
 
-    try:
-        config = load_config(config_path)
-        settings = callback_settings(config.extra)
-    except ConfigError as error:
-        raise click.ClickException(str(error)) from error
-    state = build_state(config)
+    config = load_relay_config(config_path)  # bad configuration: exit 2, one line each
+    settings = callback_settings(config.extra)  # (validated by the load already)
+    state = relay_state(config)  # an unreachable store: exit 1, one line
     try:
         if timeouts:
             click.echo(f"timed out: {sweep_timeouts(state, settings)} job(s)")

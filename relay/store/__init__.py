@@ -25,28 +25,37 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "Tx",
+    "check_store_url",
     "open_store",
 ]
+
+
+def check_store_url(url: str) -> None:
+    """BadStoreURL unless `url` names a supported database (no I/O: the configuration
+    checks it at load, before anything opens the store)."""
+    if url.startswith("sqlite:///"):
+        if not url[len("sqlite:///") :]:
+            raise BadStoreURL(f"store URL {url!r} names no file")
+        return
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise BadStoreURL(
+            f"store URL {url!r}: expected sqlite:///PATH or postgresql://USER@HOST:PORT/DB"
+        )
 
 
 def open_store(url: str, *, busy_timeout: float = 5.0, sqlite_synchronous: str = "FULL") -> Store:
     """Open the store named by `url`: `sqlite:///relative/or/absolute/path.db`,
     `sqlite:////abs/path.db`, or `postgresql://...` / `postgres://...`."""
+    check_store_url(url)
     if url.startswith("sqlite:///"):
         from relay.store.sqlite import SqliteStore
 
         path = url[len("sqlite:///") :]
-        if not path:
-            raise BadStoreURL(f"store URL {url!r} names no file")
         return SqliteStore(
             Path(path).expanduser().absolute(),
             busy_timeout=busy_timeout,
             synchronous=sqlite_synchronous,
         )
-    if url.startswith(("postgresql://", "postgres://")):
-        from relay.store.postgres import PostgresStore
+    from relay.store.postgres import PostgresStore
 
-        return PostgresStore(url, connect_timeout=busy_timeout)
-    raise BadStoreURL(
-        f"store URL {url!r}: expected sqlite:///PATH or postgresql://USER@HOST:PORT/DB"
-    )
+    return PostgresStore(url, connect_timeout=busy_timeout)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,8 @@ import click
 from spyre_ci.ci import runner_env
 from spyre_ci.ci.oidc import DEFAULT_AUDIENCE
 from spyre_ci.ci.plan import BadEvent, Plan, plan_event
+from spyre_ci.exit_codes import BadInput
+from spyre_ci.json_input import read_json_object
 
 EVENT_PATH = click.option(
     "--event-path",
@@ -59,7 +60,12 @@ STATE_FILE = click.option(
 
 @click.group("ci")
 def ci_group() -> None:
-    """Downstream CI: what upstream-dispatch.yml runs (plan, checkout, select, test, report)."""
+    """Downstream CI: what upstream-dispatch.yml runs (plan, checkout, select, test, report).
+
+    Exit codes: 0 done; 1 failed (checkout, the relay refused a callback, no OIDC token);
+    2 bad input (an event, plan, JUnit or selection file that cannot be used, a missing
+    option or variable); `ci select` fails with select's code, `ci test` with test's.
+    """
 
 
 def plan_from_event(event_path: str | None, upstream_sha: str = "") -> tuple[Plan, dict[str, Any]]:
@@ -67,13 +73,11 @@ def plan_from_event(event_path: str | None, upstream_sha: str = "") -> tuple[Pla
     try:
         plan = plan_event(event_name, event, run_id=runner_env.env("GITHUB_RUN_ID"))
     except BadEvent as exc:
-        raise click.ClickException(
-            f"{event_path or runner_env.env('GITHUB_EVENT_PATH')}: {exc}"
-        ) from exc
+        raise BadInput(f"{event_path or runner_env.env('GITHUB_EVENT_PATH')}: {exc}") from exc
     if upstream_sha and plan.event_type in ("nightly", "manual"):
         plan = Plan.from_json({**plan.to_json(), "head_sha": upstream_sha})
     return plan, event
 
 
 def read_plan(path: Path) -> Plan:
-    return Plan.from_json(json.loads(path.read_text()))
+    return Plan.from_json(read_json_object(path))

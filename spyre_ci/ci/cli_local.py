@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 
 import click
 
 from spyre_ci.ci.cli_common import MANIFESTS, ci_group
+from spyre_ci.json_input import read_json_object
 
 
 @ci_group.command("run-workflow")
@@ -33,7 +33,7 @@ def run_workflow_command(
     """Run upstream-dispatch.yml's jobs here, step by step (the relay's local target)."""
     from spyre_ci.ci.local_workflow import LocalRun, run_local_workflow
 
-    event = json.loads(event_path.read_text())
+    event = read_json_object(event_path)
     run = LocalRun(
         event_name=event_name, event=event, workdir=workdir, upstream_url=upstream_url,
         repository=repository, server_url=server_url, shards=shards, event_path=event_path,

@@ -32,6 +32,7 @@ from spyre_ci.ci.oidc import NoIdToken, get_id_token
 from spyre_ci.ci.plan import Plan
 from spyre_ci.ci.run_report import failed_ids, run_report
 from spyre_ci.ci.send import CallbackFailed, post_callback
+from spyre_ci.exit_codes import BadInput
 
 
 def _state_file(given: Path | None, job_name: str) -> Path:
@@ -46,9 +47,7 @@ def _state_file(given: Path | None, job_name: str) -> Path:
 def _send(body: dict[str, Any], callback_url: str, audience: str) -> None:
     url = callback_url or str(body.get("callback_url") or "")
     if not url:
-        raise click.ClickException(
-            "no callback URL: pass --callback-url or set SPYRE_CI_CALLBACK_URL"
-        )
+        raise BadInput("no callback URL: pass --callback-url or set SPYRE_CI_CALLBACK_URL")
     try:
         token = get_id_token(audience)
         answer = post_callback(url, body, token)
@@ -69,7 +68,7 @@ def _client_payload(plan: Plan, event: dict[str, Any]) -> dict[str, Any]:
     try:
         return self_reported_payload(event_type, plan.head_sha, plan.upstream_repo)
     except BadCallback as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
 
 
 @ci_group.command("callback")
@@ -258,16 +257,16 @@ def _selection(selection_dir: Path | None, failed: list[str]) -> dict[str, Any] 
     try:
         return selection_report.attachment(selection_dir, failed)
     except selection_report.BadSelection as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
 
 
 def _job_results(needs_json: str) -> dict[str, str]:
     try:
         needs = json.loads(needs_json or "{}")
     except json.JSONDecodeError as exc:
-        raise click.ClickException(f"--needs: not valid JSON ({exc})") from exc
+        raise BadInput(f"--needs: not valid JSON ({exc})") from exc
     if not isinstance(needs, dict):
-        raise click.ClickException("--needs: expected toJson(needs), an object")
+        raise BadInput("--needs: expected toJson(needs), an object")
     return {
         job: str(info.get("result", "")) for job, info in needs.items() if isinstance(info, dict)
     }

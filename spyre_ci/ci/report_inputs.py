@@ -14,6 +14,7 @@ import click
 
 from spyre_ci.ci.junit import BadJUnit, CaseResult, parse_cases
 from spyre_ci.ci.run_report import Step, log_tail, parse_step, steps_from_json
+from spyre_ci.exit_codes import BadInput
 
 
 def junit_files(junit_dir: Path | None) -> list[Path]:
@@ -28,7 +29,7 @@ def read_cases(junit_dir: Path | None) -> list[CaseResult]:
         try:
             cases += parse_cases(path.read_text(errors="replace"), source=str(path))
         except BadJUnit as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise BadInput(str(exc)) from exc
     return cases
 
 

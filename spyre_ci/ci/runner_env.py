@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Mapping
@@ -12,6 +11,7 @@ from typing import Any
 import click
 
 from spyre_ci.ci.callback import WorkflowRun
+from spyre_ci.json_input import read_json_object
 
 
 def env(name: str, default: str = "", environ: Mapping[str, str] | None = None) -> str:
@@ -26,15 +26,7 @@ def read_event(path: str | None = None) -> tuple[str, dict[str, Any]]:
     event_path = path or env("GITHUB_EVENT_PATH")
     if not event_path:
         raise click.UsageError("GITHUB_EVENT_PATH is not set and --event-path was not given")
-    try:
-        data = json.loads(Path(event_path).read_text())
-    except OSError as exc:
-        raise click.FileError(event_path, hint=str(exc)) from exc
-    except json.JSONDecodeError as exc:
-        raise click.FileError(event_path, hint=f"not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise click.FileError(event_path, hint="the event JSON is not an object")
-    return event_name, data
+    return event_name, read_json_object(Path(event_path))  # bad input: exit 2, one line
 
 
 def client_payload(event: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -54,7 +54,9 @@ def run_select(
     ]  # fmt: skip
     code = subprocess.run(args, check=False).returncode
     if code not in (SELECTED, NOTHING_SELECTED):
-        raise click.ClickException(f"spyre-ci select exited with {code} (see its output above)")
+        # the step fails as select did (2 bad input, 3 fetch failure), not with a generic 1
+        click.echo(f"Error: spyre-ci select exited with {code} (see its output above)", err=True)
+        raise SystemExit(code)
     try:
         selection = json.loads((out / "selection.json").read_text())
         matrix = json.loads((out / "matrix.json").read_text())

@@ -83,8 +83,30 @@ def test_plan_of_a_bad_event_names_the_field_and_fails(
     tmp_path: Path, server: Loopback, webhook: Webhook
 ) -> None:
     result = _step(tmp_path, server, webhook("repository_dispatch"), "plan")
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad input, as for every command
     assert "client_payload.event_type" in result.stderr
+
+
+def test_an_event_or_plan_file_that_is_not_json_is_one_line_naming_its_line(
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"event_type":\n  }\n')
+    env = {"PATH": "/usr/bin:/bin", "GITHUB_EVENT_NAME": "repository_dispatch"}
+    commands = (
+        ["plan", "--event-path", str(bad)],
+        ["checkout", "--plan", str(bad), "--dest", str(tmp_path / "src")],
+    )
+    for command in commands:
+        result = subprocess.run(
+            [sys.executable, "-m", "spyre_ci", "ci", *command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.splitlines() == [f"Error: {bad}:2:3: not JSON: Expecting value"]
 
 
 def test_in_progress_then_completed_from_the_same_job(

@@ -124,3 +124,39 @@ def test_scratchpad_diagnostics_flag_nodes_that_exceed_all_scratchpads() -> None
     assert "32 cores" in str(found[0])
     small = make_fx(matmul, tracing_mode="fake")(torch.empty(64, 64), torch.empty(64, 64))
     assert diagnose(small) == []
+
+
+def _default_compile_failure(fn: Callable[..., object], *args: object) -> BaseException:
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    with pytest.raises(BackendCompilerFailed) as caught:
+        torch.compile(fn)(*args)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["spyre input", "module on spyre", "tensor made on spyre inside"],
+)
+def test_the_default_backend_refuses_spyre_at_once_naming_backend_spyre(case: str) -> None:
+    from torch_spyre_ref._compile_guard import SpyreNeedsSpyreBackend
+
+    if case == "spyre input":
+        failure = _default_compile_failure(
+            lambda x: torch.sin(x) + 1, torch.randn(4, device="spyre")
+        )
+    elif case == "module on spyre":
+        model = torch.nn.Linear(4, 2).to("spyre")
+        failure = _default_compile_failure(model, torch.randn(3, 4, device="spyre"))
+    else:
+        failure = _default_compile_failure(lambda: torch.ones(3, device="spyre") * 2)
+    assert 'backend="spyre"' in str(failure)
+    # raised by the check before Inductor is called: nothing of Inductor ran
+    assert isinstance(failure.inner_exception, SpyreNeedsSpyreBackend)  # type: ignore[attr-defined]
+    assert "KeyError" not in str(failure)
+
+
+def test_backend_spyre_compiles_what_the_default_backend_refuses() -> None:
+    x = torch.randn(4, device="spyre")
+    compiled = torch.compile(lambda t: torch.sin(t) + 1, backend="spyre")
+    torch.testing.assert_close(compiled(x).cpu(), torch.sin(x.cpu()) + 1)

@@ -178,3 +178,14 @@ def test_attention_runs_in_strict_mode(strict: None, dtype: torch.dtype) -> None
         )  # the math path masks with isneginf
         actual.sum().backward()
         torch.testing.assert_close(actual.cpu().float(), expected.float(), atol=1e-2, rtol=1e-2)
+
+
+def test_an_in_place_matmul_class_op_writes_the_device_tensor(strict: None) -> None:
+    # addmv_ runs its CPU kernel directly on the device memory; strict mode rounds the operands
+    # through float16 and must round `self` in place, not write into a rounded copy
+    x, m, v = torch.randn(3), torch.randn(3, 4), torch.randn(4)
+    on_device = x.to("spyre")
+    returned = on_device.addmv_(m.to("spyre"), v.to("spyre"))
+    assert returned is on_device
+    expected = x.half().float() + m.half().float() @ v.half().float()
+    torch.testing.assert_close(on_device.cpu(), expected, atol=1e-2, rtol=1e-2)

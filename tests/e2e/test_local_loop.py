@@ -9,58 +9,18 @@ issuer; the dashboard ends with a green cell for PR #101 and a red one for PR #1
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
+from tests.support.local_demo import LOCAL, completed_cells, example_config
+from tests.support.local_demo import spyre_ci as _spyre_ci
 from tests.support.relay_server import RelayServer, free_port
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
-LOCAL = "local/spyre-ci"
-
-
-def _spyre_ci(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spyre_ci", *args], capture_output=True, text=True, timeout=60
-    )
-
-
-def _example_config(tmp_path: Path, port: int) -> Path:
-    """relay/example.yaml with its port, store and scratch directories moved to tmp_path."""
-    text = (ROOT / "relay" / "example.yaml").read_text().replace(":8080", f":{port}")
-    config: dict[str, Any] = yaml.safe_load(text)
-    config["store_url"] = f"sqlite:///{tmp_path / 'relay.db'}"
-    config["allowlist"]["source"] = str(ROOT / config["allowlist"]["source"])
-    (target,) = config["targets"]
-    options = target["options"]
-    options["upstream_url"] = str(tmp_path / "demo" / "upstream")
-    options["manifests"] = [str(tmp_path / "demo" / "demo_manifest.yaml")]
-    options["workdir"] = str(tmp_path / "local-runs")
-    options["oidc_key_path"] = str(tmp_path / "local-oidc.pem")
-    path = tmp_path / "relay.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def _cells(url: str) -> dict[int | str, dict[str, Any]]:
-    """The completed job of each grid row, by PR number (a push: "push")."""
-    answer = httpx.get(f"{url}/api/crcr/{LOCAL}", timeout=10)
-    if answer.status_code != 200:
-        return {}
-    found: dict[int | str, dict[str, Any]] = {}
-    for row in answer.json()["rows"]:
-        for cell in row["cells"]:
-            if cell and cell["status"] == "completed" and not cell.get("leg"):
-                found[int(row["pr_number"]) if row["pr_number"] else row["event_type"]] = cell
-    return found
 
 
 def test_make_serve_demo_shows_the_whole_loop(
@@ -70,7 +30,7 @@ def test_make_serve_demo_shows_the_whole_loop(
     assert demo.returncode == 0, demo.stderr
     assert "PR #102 (breaks add)" in demo.stdout
     port = free_port()
-    config = _example_config(tmp_path, port)
+    config = example_config(tmp_path, port)
     with RelayServer(config, with_worker=True, port=port, log_dir=tmp_path) as relay:
         for pr in ("good", "bad"):
             sent = _spyre_ci(
@@ -127,7 +87,7 @@ def test_make_serve_demo_shows_the_whole_loop(
 
 def _wait_for(relay: RelayServer, tmp_path: Path, count: int, what: str) -> dict[int | str, Any]:
     def done() -> dict[int | str, dict[str, Any]] | None:
-        cells = _cells(relay.url)
+        cells = completed_cells(relay.url)
         return cells if len(cells) == count else None
 
     try:

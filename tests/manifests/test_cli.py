@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -31,11 +32,38 @@ def write_one_file(tmp_path: Path, name: str, path: str, more: str = "") -> Path
     return write(tmp_path, name, f"test_suite_config:\n  files:\n    - path: {path}\n{more}")
 
 
+def test_a_file_that_cannot_be_read_is_named_without_a_false_location(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    code, _, err = invoke("manifest", "validate", str(missing))
+    assert code == 2
+    assert err.splitlines() == [
+        f"{missing}: cannot read: [Errno 2] No such file or directory: '{missing}'"
+    ]
+
+
+@pytest.mark.parametrize("command", [("validate",), ("lint", "--no-opinfo"), ("merge",)])
+def test_every_manifest_command_exits_2_on_a_bad_manifest(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    bad = write_one_file(tmp_path, "bad.yaml", "a.py", "      tset: []\n")
+    code, _, err = invoke("manifest", command[0], str(bad), *command[1:])
+    assert code == 2, err
+    assert err.splitlines() == [f"{bad}:4:7: test_suite_config.files[0].tset: unknown key 'tset'"]
+
+
+def test_explain_exits_2_on_a_bad_manifest(tmp_path: Path) -> None:
+    bad = write_one_file(tmp_path, "bad.yaml", "a.py", "      tset: []\n")
+    test_id = "test/test_ops.py::TestCommonSPYRE::test_out_add_spyre_float32"
+    code, _, err = invoke("manifest", "explain", test_id, "--manifest", str(bad))
+    assert code == 2
+    assert f"{bad}:4:7: test_suite_config.files[0].tset: unknown key 'tset'" in err
+
+
 def test_validate_reports_file_line_field_and_exits_non_zero(tmp_path: Path) -> None:
     good = write_one_file(tmp_path, "good.yaml", "${TORCH_ROOT}/test/a.py")
     bad = write_one_file(tmp_path, "bad.yaml", "a.py", "      tset: []\n")
     code, out, err = invoke("manifest", "validate", str(good), str(bad))
-    assert code == 1
+    assert code == 2  # bad input, as for every command
     assert f"ok: {good} (1 file(s), 0 test entries)" in out
     assert f"{bad}:4:7: test_suite_config.files[0].tset: unknown key 'tset'" in err
     assert invoke("manifest", "validate", str(good))[0] == 0
@@ -157,5 +185,5 @@ def test_merge_prints_the_merged_manifest_and_fails_on_conflicts(tmp_path: Path)
     c = write_one_file(tmp_path, "c.yaml", "a.py", "      owner: x\n")
     d = write_one_file(tmp_path, "d.yaml", "a.py", "      owner: y\n")
     code, _, err = invoke("manifest", "merge", str(c), str(d))
-    assert code == 1
+    assert code == 2
     assert f"{d}:4:7: test_suite_config.files[0].owner: conflicting owner: 'x' vs 'y'" in err

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import git
 import pytest
+import yaml
 
 from test_manifests.run import SHIPPED_DIR
 from tests.manifests.upstream_sources import OPS_MODULE
@@ -132,7 +133,7 @@ def test_zero_selected_tests_fail_before_anything_runs(tree: Path) -> None:
         "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_ops_like.py\n"
     )
     result = spyre_ci_test("none.yaml", src=tree, cwd=tree)
-    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert result.returncode == 2  # pytest's usage error, reported as our bad input
     assert "selects zero tests" in result.stderr
     assert "passed" not in result.stdout
 
@@ -408,7 +409,7 @@ def test_a_shard_whose_ids_all_do_not_exist_fails_naming_them(tree: Path) -> Non
     result = spyre_ci_test(
         "m.yaml", src=tree, cwd=tree, options=("--selection", str(selection), "--shard", "1")
     )
-    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    assert result.returncode == 2, result.stdout + result.stderr
     assert "none of the 1 test id(s)" in result.stderr and bogus in result.stderr
     assert "passed" not in result.stdout
 
@@ -439,3 +440,74 @@ def test_without_a_shard_a_template_id_runs_its_run_as_class(tree: Path) -> None
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed, 1 xfailed" in result.stdout
     assert "NOT FOUND" not in result.stdout
+
+
+def test_without_a_pytorch_tree_one_line_names_a_real_entry(tmp_path: Path) -> None:
+    env = {k: v for k, v in ENV.items() if k not in ("SPYRE_CI_PYTORCH_SRC", "PYTORCH_ROOT")}
+    result = subprocess.run(
+        [*SPYRE_CI, "test"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert "path token ${TORCH_ROOT} has no value: pass --pytorch-src DIR" in line
+    # the location is true: that file's files[N] entry has its path on that line
+    where, field = line.split(": ")[:2]
+    file, lineno, _ = where.rsplit(":", 2)
+    index = int(field.split("files[")[1].split("]")[0])
+    suite = yaml.safe_load(Path(file).read_text())["test_suite_config"]
+    assert index < len(suite["files"])
+    written = Path(file).read_text().splitlines()[int(lineno) - 1]
+    assert f"path: {suite['files'][index]['path']}" in written
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"selected": [\n 1,]}', "selection.json:2:4: not JSON: Expecting value"),
+        ("[]", "selection.json:1:1: the selection must be a JSON object"),
+    ],
+)
+def test_a_bad_selection_json_is_bad_input_at_its_line(
+    tree: Path, text: str, expected: str
+) -> None:
+    selection = tree / "selection"
+    selection.mkdir()
+    (selection / "selection.json").write_text(text)
+    result = spyre_ci_test("m.yaml", src=tree, cwd=tree, options=("--selection", str(selection)))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"{selection}/{expected}"]
+
+
+def test_a_selection_without_selection_json_names_the_file_without_a_location(
+    tree: Path,
+) -> None:
+    selection = tree / "selection"
+    selection.mkdir()
+    result = spyre_ci_test("m.yaml", src=tree, cwd=tree, options=("--selection", str(selection)))
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"{selection}/selection.json: cannot read the selection:")
+
+
+def test_failing_tests_exit_1(tree: Path) -> None:
+    must_pass = tree / "must_pass.yaml"  # test_raises raises on purpose: here it must pass
+    must_pass.write_text(
+        (tree / "m.yaml").read_text().replace("mode: xfail", "mode: mandatory_success")
+    )
+    failed = spyre_ci_test("must_pass.yaml", src=tree, cwd=tree)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "1 failed" in failed.stdout
+
+
+def test_pytests_exit_codes_map_onto_the_shared_convention() -> None:
+    from test_manifests.cli import exit_code_of_pytest
+
+    expected = {
+        pytest.ExitCode.OK: 0,
+        pytest.ExitCode.TESTS_FAILED: 1,
+        pytest.ExitCode.INTERRUPTED: 1,  # collection errors, Ctrl-C: the run failed
+        pytest.ExitCode.INTERNAL_ERROR: 1,
+        pytest.ExitCode.USAGE_ERROR: 2,  # bad input, as for every command
+        pytest.ExitCode.NO_TESTS_COLLECTED: 5,
+    }
+    assert {code: exit_code_of_pytest(code) for code in expected} == expected

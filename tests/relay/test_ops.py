@@ -45,68 +45,132 @@ def test_yaml_and_environment_are_merged(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "env", "expected"),
+    ("text", "env", "expected"),
     [
         (
+            "upstream_repo: pytorch/pytorch\n",
             {},
-            {},
-            "webhook_secrets: Field required (YAML key 'webhook_secrets' or variable SPYRE_RELAY_WEBHOOK_SECRETS)",
+            "{path}: webhook_secrets: required"
+            " (YAML key webhook_secrets or variable SPYRE_RELAY_WEBHOOK_SECRETS)",
         ),
         (
-            {"webhook_secrets": ["s"], "retention_days": 1},
+            "webhook_secrets: [s]\nretention_days: 1\n",
             {},
-            "retention_days: Input should be greater than or equal to 3",
+            "{path}:2:1: retention_days: Input should be greater than or equal to 3",
         ),
         (
-            {"webhook_secrets": ["s"]},
+            "webhook_secrets: [s]\n",
             {"SPYRE_RELAY_WORKER__MAX_ATTEMPTS": "many"},
-            "worker.max_attempts",
+            "SPYRE_RELAY_WORKER__MAX_ATTEMPTS: worker.max_attempts: Input should be a valid integer",
         ),
         (
-            {"webhook_secrets": ["s"], "github": {"app_id": "1"}},
+            "webhook_secrets: [s]\ngithub:\n  app_id: '1'\n",
             {},
-            "needs both app_id and private_key",
-        ),
-        ({"webhook_secrets": ["s"], "upstream_repo": "pytorch"}, {}, "must be owner/repo"),
-        (
-            {"webhook_secrets": ["s"], "typo_field": 1},
-            {},
-            "typo_field: Extra inputs are not permitted",
+            "{path}:2:1: github: a GitHub App needs both app_id and private_key",
         ),
         (
-            {
-                "webhook_secrets": ["s"],
-                "worker": {"lease_seconds": 5},
-                "github": {"timeout_seconds": 10},
-            },
+            "webhook_secrets: [s]\nupstream_repo: pytorch\n",
             {},
-            "worker.lease_seconds (5.0) must exceed github.timeout_seconds (10.0)",
+            "{path}: upstream_repo 'pytorch' must be owner/repo",
+        ),
+        (
+            "webhook_secrets: [s]\ntypo_field: 1\n",
+            {},
+            "{path}:2:1: typo_field: unknown key 'typo_field' (known: allowlist, extra, github,",
+        ),
+        (
+            "webhook_secrets: [s]\nworker: {lease_seconds: 5}\ngithub: {timeout_seconds: 10}\n",
+            {},
+            "{path}: worker.lease_seconds (5.0) must exceed github.timeout_seconds (10.0)",
+        ),
+        (  # YAML 1.1 reads OFF as false: the error shows what was read
+            "webhook_secrets: [s]\nsqlite_synchronous: OFF\n",
+            {},
+            "{path}:2:1: sqlite_synchronous: Input should be 'FULL' or 'NORMAL' (got False)",
+        ),
+        (
+            "webhook_secrets: [s]\nstore_url: mysql://db/relay\n",
+            {},
+            "{path}:2:1: store_url: store URL 'mysql://db/relay': expected sqlite:///PATH",
+        ),
+        (
+            "webhook_secrets: [s]\ntargets:\n  - {name: acme/ci, connection: locl}\n",
+            {},
+            "{path}:3:21: targets[acme/ci].connection: unknown connection 'locl'"
+            " (known: github, local)",
+        ),
+        (
+            "webhook_secrets: [s]\ntargets:\n  - {name: acme/ci, connection: local, level: L5}\n",
+            {},
+            "{path}:3:40: targets[acme/ci].level: Input should be 'L1', 'L2', 'L3' or 'L4'",
+        ),
+        (
+            "webhook_secrets: [s]\ntargets:\n  - name: local/x\n    connection: local\n"
+            "    options: {upstream_url: /x, events: [pull_requests]}\n",
+            {},
+            "{path}:5:33: targets[local/x].options.events: unknown event group(s) pull_requests"
+            " (known: check_run, check_suite, nightly, periodic, pull_request, push)",
+        ),
+        (
+            "webhook_secrets: [s]\nextra:\n  dashboard: {refresh_secondz: 3}\n",
+            {},
+            "{path}:3:15: extra.dashboard.refresh_secondz: unknown key 'refresh_secondz'"
+            " (known: refresh_seconds, warm_cache)",
+        ),
+        (
+            "webhook_secrets: [s]\n",
+            {"SPYRE_RELAY_EXTRA__DASHBOARD__REFRESH_SECONDS": "-4"},
+            "SPYRE_RELAY_EXTRA__DASHBOARD__REFRESH_SECONDS: extra.dashboard.refresh_seconds:"
+            " Input should be greater than or equal to 0",
+        ),
+        (
+            "webhook_secrets: [s\nstore_url: x\n",
+            {},
+            "{path}:2:10: malformed YAML: expected ',' or ']', but got ':'",
+        ),
+        (
+            "webhook_secrets: [s]\nworker: {concurrency: 2}\nworker: {concurrency: 3}\n",
+            {},
+            "{path}:3:1: worker: duplicate key",
         ),
     ],
 )
-def test_invalid_configuration_names_the_field(
-    tmp_path: Path, data: dict[str, object], env: dict[str, str], expected: str
+def test_a_bad_setting_is_one_line_naming_where_it_was_set(
+    tmp_path: Path, text: str, env: dict[str, str], expected: str
 ) -> None:
     path = tmp_path / "relay.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(text)
     with pytest.raises(ConfigError) as caught:
         load_config(path, env)
-    assert str(path) in str(caught.value) and expected in str(caught.value)
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(expected.format(path=path)), lines[0]
+
+
+def test_every_bad_setting_gets_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text("webhook_secrets: [s]\nworker:\n  concurrency: 0\n  max_attempts: 0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, {})
+    assert str(caught.value).splitlines() == [
+        f"{path}:3:3: worker.concurrency: Input should be greater than or equal to 1",
+        f"{path}:4:3: worker.max_attempts: Input should be greater than or equal to 1",
+    ]
 
 
 def test_unreadable_or_non_mapping_configuration(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read relay configuration"):
         load_config(tmp_path / "missing.yaml", {})
     (tmp_path / "list.yaml").write_text("- a\n")
-    with pytest.raises(ConfigError, match="top level must be a mapping"):
+    with pytest.raises(ConfigError, match=r"list\.yaml:1:1: the top level must be a mapping"):
         load_config(tmp_path / "list.yaml", {})
 
 
-def test_cli_reports_configuration_errors_and_exits_non_zero(tmp_path: Path) -> None:
+def test_cli_reports_configuration_errors_as_bad_input(tmp_path: Path) -> None:
     path = tmp_path / "relay.yaml"
     path.write_text("webhook_secrets: []\n")
     result = CliRunner().invoke(relay_group, ["status", "--config", str(path)], env={})
-    assert result.exit_code == 1 and "webhook_secrets" in result.output
+    assert result.exit_code == 2 and "webhook_secrets" in result.output
 
 
 # --- health and metrics -----------------------------------------------------------
@@ -268,7 +332,7 @@ def test_dead_letters_by_id_lists_only_those_and_refuses_unknown_ids(
         assert "org/observed" in listed.output and "org/stable" not in listed.output
         for args in (["nope-1"], ["--requeue", one, "nope-1"]):
             refused = runner.invoke(relay_group, ["dead-letters", "--config", str(path), *args])
-            assert refused.exit_code == 1, refused.output
+            assert refused.exit_code == 2, refused.output  # an id naming nothing: bad input
             assert "nope-1" in refused.output and one not in refused.output
         # Nothing was requeued by the refused command.
         assert len(list_dead_letters(relay.state.store)) == 3

@@ -1,9 +1,9 @@
 """The relay as a HUD: ``POST /api/crcr/results`` from another relay, into ``hud_rows``.
 
 Authenticated by a shared key (``extra.callbacks.hud_api_keys``) in the
-``x-hud-internal-bot`` header (PyTorch's HUD), or in ``Authorization`` either bare
-(as CRCR's relay sends it, ``utils/hud.py``) or as ``Bearer <key>``; compared in
-constant time. Rows are upserted under CRCR's key
+``x-hud-internal-bot`` header (PyTorch's HUD; what CRCR's relay sends since
+pytorch/test-infra#8143), or in ``Authorization`` either bare (what CRCR's relay sent
+before it, ``utils/hud.py``) or as ``Bearer <key>``; compared in constant time. Rows are upserted under CRCR's key
 ``verified_repo/delivery_id/workflow/job/check_run_id``; a row never goes back
 from completed to in_progress (a late retry of an older forward).
 """

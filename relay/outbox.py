@@ -267,6 +267,9 @@ def prune(store: Store, *, older_than: float) -> dict[str, int]:
         "outbox": "DELETE FROM outbox WHERE state = 'done' AND done_at < ?",
         "dispatches": "DELETE FROM dispatches WHERE dispatched_at < ?",
         "dead_letters": "DELETE FROM dead_letters WHERE died_at < ?",
+        # Which run owns a dispatch, and re-runs granted: no longer needed with it.
+        "dispatch_claims": "DELETE FROM dispatch_claims WHERE claimed_at < ?",
+        "rerun_grants": "DELETE FROM rerun_grants WHERE granted_at < ?",
     }
     with store.transaction() as tx:
         counts = {

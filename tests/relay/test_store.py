@@ -166,11 +166,18 @@ def test_prune_keeps_recent_rows_and_deliveries_with_pending_work(store: Store) 
             delivery_id="old-pending",
             now=0.0,
         )
+        for delivery_id, at in (("old", 0.0), ("new", 5 * day)):
+            tx.execute(
+                "INSERT INTO dispatch_claims (delivery_id, repo, run_id, run_attempt, claimed_by,"
+                " claimed_at) VALUES (?, 'o/r', 1, 1, 'claim', ?)",
+                (delivery_id, at),
+            )
     counts = prune(store, older_than=5 * day - 3 * day)
-    assert counts["deliveries"] == 1
+    assert counts["deliveries"] == 1 and counts["dispatch_claims"] == 1
     with store.transaction(write=False) as tx:
         left = {r["delivery_id"] for r in tx.fetchall("SELECT delivery_id FROM deliveries")}
-    assert left == {"old-pending", "new"}
+        claims = {r["delivery_id"] for r in tx.fetchall("SELECT delivery_id FROM dispatch_claims")}
+    assert left == {"old-pending", "new"} and claims == {"new"}
 
 
 def test_bad_store_url_names_the_expected_forms() -> None:

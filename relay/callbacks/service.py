@@ -252,7 +252,10 @@ def _no_dispatch(tx: Tx, delivery_id: str, repo: str) -> _Refused:
     job, just after GitHub accepted it; a downstream that reports within those
     milliseconds (the local target) is asked to retry instead of being refused.
     """
-    if recording_dispatch(tx, delivery_id, repo):
+    # On PostgreSQL each statement sees what was committed when it began: the worker may
+    # have committed "done" with the record between our first read and this one. So after
+    # the job, look at the record again before saying there is none.
+    if recording_dispatch(tx, delivery_id, repo) or load_dispatch(tx, delivery_id, repo):
         return _refuse(
             503, f"dispatch of {delivery_id} to {repo} is being recorded", {"Retry-After": "2"}
         )

@@ -112,7 +112,8 @@ class DownstreamRuns:
         run = {"name": "spyre-ci", "run_id": str(run_id), "run_attempt": "1", "job_name": JOB}
         claimed = self._post(dispatch.repo, "/github/claim", {**payload, "workflow": run})
         if claimed is None or claimed.status_code != 200:
-            outcome.claim = f"claim failed: {claimed and claimed.status_code}"
+            shown = "no answer" if claimed is None else f"{claimed.status_code} {claimed.text}"
+            outcome.claim = f"claim failed: {shown}"
             return outcome
         outcome.claim = str(claimed.json().get("status"))
         if outcome.claim != "claimed":

@@ -58,18 +58,24 @@ def served_relay_config(
     oidc_url: str,
     callbacks: dict[str, Any] | None = None,
     poll_interval_seconds: float = 0.05,
+    github: dict[str, Any] | None = None,
     **fields: Any,
 ) -> Path:
     """Config of a relay served with its worker against the fake GitHub (token auth, no
     pacing) and the fake OIDC issuer; `allowlist` is written next to it, `callbacks` adds
-    callback settings and `fields` further top-level keys."""
+    callback settings, `github` GitHub settings and `fields` further top-level keys."""
     allowlist_path = directory / "allowlist.yml"
     allowlist_path.write_text(allowlist, encoding="utf-8")
     issuers = [{"kind": "github_actions", "issuer": oidc_url}]
     return write_relay_config(
         directory,
         allowlist={"source": str(allowlist_path)},
-        github={"api_url": github_url, "token": "test-token", "min_write_interval_seconds": 0},
+        github={
+            "api_url": github_url,
+            "token": "test-token",
+            "min_write_interval_seconds": 0,
+            **(github or {}),
+        },
         worker={"poll_interval_seconds": poll_interval_seconds},
         extra={"callbacks": {"oidc_issuers": issuers, **(callbacks or {})}},
         **fields,

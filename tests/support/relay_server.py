@@ -117,15 +117,18 @@ def fixture_body(name: str) -> bytes:
 class _Process:
     args: list[str]
 
-    def __init__(self, config: Path, log_dir: Path | None = None) -> None:
+    def __init__(
+        self, config: Path, log_dir: Path | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.config = config
         self.log_path = (
             log_dir or config.parent
         ) / f"{type(self).__name__}-{uuid.uuid4().hex[:6]}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env = env or {}  # added to the process's environment
 
     def _spawn(self) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "spyre_ci", "relay", *self.args],
@@ -161,8 +164,9 @@ class RelayServer(_Process):
         port: int | None = None,
         log_dir: Path | None = None,
         log_level: str = "warning",
+        env: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(config, log_dir)
+        super().__init__(config, log_dir, env)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.args = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -28,6 +28,7 @@ from pydantic import (
 from relay.dispatch.payload import slim_payload
 from relay.json_body import BIGINT_MAX, INTEGER_MAX, BadBody, control_character, parse_json_body
 
+M = TypeVar("M", bound=BaseModel)
 PERIODIC_EVENTS = frozenset({"nightly", "periodic"})
 CONCLUSIONS = frozenset(
     {"success", "failure", "cancelled", "skipped", "timed_out", "neutral", "action_required"}
@@ -220,6 +221,11 @@ class CallbackBody(BaseModel):
 
 
 def parse_callback(raw: bytes) -> CallbackBody:
+    return parse_body(raw, CallbackBody)
+
+
+def parse_body(raw: bytes, model: type[M]) -> M:
+    """`raw` as `model` (a JSON object), or BadCallback naming what is wrong."""
     try:
         _, data = parse_json_body(raw)
     except BadBody as error:
@@ -227,7 +233,7 @@ def parse_callback(raw: bytes) -> CallbackBody:
     if not isinstance(data, dict):
         raise BadCallback("body must be a JSON object")
     try:
-        return CallbackBody.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
         raise BadCallback(describe_validation_error(error)) from None
 

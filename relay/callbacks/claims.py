@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from relay.callbacks.answer import Answer
 from relay.callbacks.body import (
@@ -32,12 +32,11 @@ from relay.callbacks.body import (
     ColumnText,
     RunAttempt,
     RunId,
-    describe_validation_error,
+    parse_body,
     run_key,
 )
 from relay.callbacks.records import load_dispatch
 from relay.callbacks.run_binding import Binding, RunRef, bind_run
-from relay.json_body import BadBody, parse_json_body
 
 if TYPE_CHECKING:
     from relay.callbacks.service import CallbackService
@@ -63,16 +62,7 @@ class ClaimBody(BaseModel):
 
 
 def parse_claim(raw: bytes) -> ClaimBody:
-    try:
-        _, data = parse_json_body(raw)
-    except BadBody as error:
-        raise BadCallback(str(error)) from None
-    if not isinstance(data, dict):
-        raise BadCallback("body must be a JSON object")
-    try:
-        return ClaimBody.model_validate(data)
-    except ValidationError as error:
-        raise BadCallback(describe_validation_error(error)) from None
+    return parse_body(raw, ClaimBody)
 
 
 class ClaimService:

@@ -17,13 +17,12 @@ from tests.support.results_loop import ResultsLoop
 REPO = "acme/l2"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture
 def loop(
-    request: pytest.FixtureRequest, tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, each_store_url: str | None
 ) -> Iterator[ResultsLoop]:
-    store_url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
     with ResultsLoop(
-        tmp_path, github, oidc, store_url=store_url, callbacks={"hud_api_keys": ["k"]}
+        tmp_path, github, oidc, store_url=each_store_url, callbacks={"hud_api_keys": ["k"]}
     ) as running:
         yield running
 

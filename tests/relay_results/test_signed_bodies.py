@@ -363,13 +363,12 @@ def snapshot(store: Store) -> dict[str, list[str]]:
         }
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture
 def target(
-    request: pytest.FixtureRequest, tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer
+    tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer, each_store_url: str | None
 ) -> Iterator[Target]:
-    store_url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
     callbacks = {"hud_api_keys": [HUD_KEY], "rate_burst": 1_000_000}
-    with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks, store_url=store_url) as loop:
+    with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks, store_url=each_store_url) as loop:
         payload = loop.open_pr(REPO)
         yield Target(loop, payload, loop.token(REPO))
 

@@ -75,9 +75,8 @@ class DownstreamRuns:
 
     def _watch(self) -> None:
         while not self._stop.is_set():
-            with self.github.lock:
-                new = self.github.dispatches[self._seen :]
-                self._seen += len(new)
+            new = self.github.dispatches_since(self._seen)
+            self._seen += len(new)
             for dispatch in new:
                 run_id = 50_000 + len(self._futures)
                 self._futures.append(self._pool.submit(self._run, dispatch, run_id))

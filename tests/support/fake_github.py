@@ -162,6 +162,12 @@ class FakeGitHub:
         with self.lock:
             return [(d.client_payload.get("delivery_id", ""), d.repo) for d in self.dispatches]
 
+    def dispatches_since(self, seen: int) -> list[Dispatch]:
+        """The dispatches accepted after the first `seen` ones (for watchers that start a
+        workflow run per dispatch)."""
+        with self.lock:
+            return self.dispatches[seen:]
+
     def start(self) -> FakeGitHub:
         # lifespan off: the fake's app has no startup work
         self._served = UvicornThread(self.app, self.port, "fake GitHub", lifespan="off").start()

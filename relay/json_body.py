@@ -28,8 +28,13 @@ INTEGER_MAX = 2**31 - 1  # INTEGER is 32-bit on PostgreSQL
 # Control characters: C0, DEL and C1.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# A lone surrogate can only come from a \uD800-\uDFFF escape: a fast pre-check.
+# A lone surrogate can only come from a \uD800-\uDFFF escape (strict UTF-8 has none):
+# a high one not followed by a low one, or a low one not after a high one. Escaped
+# backslashes (`\\ud800...`) can fool that textual test, so with them the parsed value is
+# walked instead.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+_LONE_ESCAPE = re.compile(rf"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")
 
 
 class BadBody(ValueError):
@@ -48,7 +53,7 @@ def parse_json_body(raw: bytes, *, max_depth: int = MAX_DEPTH) -> tuple[str, Any
     problem = _too_deep(data, max_depth)
     if problem is not None:
         raise BadBody(f"{problem}: JSON nested more than {max_depth} deep")
-    if _SURROGATE_ESCAPE.search(text):
+    if _SURROGATE_ESCAPE.search(text) and (_LONE_ESCAPE.search(text) or "\\\\" in text):
         where = _lone_surrogate(data)
         if where is not None:
             raise BadBody(f"{where}: contains a lone UTF-16 surrogate (not encodable as UTF-8)")

@@ -7,7 +7,8 @@ types, JSON nested thousands deep, `NaN`, a body re-encoded as UTF-16/UTF-32 or 
 byte order mark, invalid UTF-8. Each mutated body is signed as the endpoint requires
 (HMAC for the webhook, OIDC bearer for callbacks and claims, the HUD key for results)
 and posted to the real app on a real uvicorn server, on SQLite and on PostgreSQL. Every
-answer must be a 2xx or a 4xx with an `error`; after a 4xx every table is unchanged.
+answer must be a 2xx or a 4xx with an `error`; after a 4xx every table is unchanged; and
+afterwards the dashboard's pages of what was accepted answer without a 5xx.
 
 The endpoints are a table (`ENDPOINTS`): an endpoint added later is one more row (how to
 build a valid request, how to sign it, which fields the relay reads). The webhook has three
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -407,3 +409,22 @@ def test_no_signed_body_gets_a_5xx_and_a_refusal_changes_nothing(
     post_one()
     # The mutations reach both sides: some bodies are accepted, most are refused.
     assert any(s < 300 for s in answered) and any(400 <= s < 500 for s in answered), answered
+    # What was accepted can be shown: the dashboard's pages of it answer without a 5xx.
+    for path in _pages_of(loop):
+        shown = loop.http.get(f"{loop.url}{path}")
+        assert shown.status_code < 500, (path, shown.status_code, shown.text[:300])
+
+
+def _pages_of(loop: ResultsLoop) -> list[str]:
+    pages = ["/crcr", "/api/crcr", f"/crcr/{REPO}", f"/api/crcr/{REPO}", "/crcr/metrics"]
+    deliveries = loop.rows("SELECT delivery_id, pr_number, head_sha FROM deliveries LIMIT 40")
+    for row in deliveries:
+        delivery = quote(str(row["delivery_id"]), safe="")
+        pages += [f"/crcr/deliveries/{delivery}?repo={REPO}", f"/api/crcr/deliveries/{delivery}"]
+        if row["pr_number"] is not None:
+            pages += [f"/crcr/pr/{row['pr_number']}", f"/api/crcr/pr/{row['pr_number']}"]
+        if row["head_sha"]:
+            pages.append(f"/crcr/commit/{quote(str(row['head_sha']), safe='')}")
+    for row in loop.rows("SELECT selection_id FROM job_runs WHERE selection_id IS NOT NULL"):
+        pages.append(f"/selection/{quote(str(row['selection_id']), safe='/')}")
+    return pages

@@ -88,7 +88,7 @@ def stages(count: int) -> None:
         "HMAC-SHA256 check": lambda: verify_signature(headers, body, [secret]),
         "UTF-8 decode + json.loads": lambda: json.loads(body.decode("utf-8")),
         "depth check (64 levels)": lambda: _too_deep(payload, 64),
-        "lone-surrogate walk (only when \\uD8xx escapes occur)": lambda: _lone_surrogate(payload),
+        "lone-surrogate walk (only for a lone escape)": lambda: _lone_surrogate(payload),
         "parse_json_body (all of the above but HMAC)": lambda: parse_json_body(body),
         "route": lambda: route("pull_request", payload, UPSTREAM),
     }

@@ -113,6 +113,8 @@ class CallbackTokenSigner:
 def _parse(token: object) -> tuple[str, int, str]:
     if not isinstance(token, str) or not token:
         raise CallbackTokenError("callback_token is missing from the callback body")
+    if not token.isascii():  # tokens are ASCII; hmac.compare_digest refuses other text
+        raise CallbackTokenError("callback_token is malformed")
     parts = token.split(".")
     if len(parts) != 4 or parts[0] != TOKEN_PREFIX or not parts[1] or not parts[3]:
         raise CallbackTokenError("callback_token is malformed")

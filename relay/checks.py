@@ -43,12 +43,20 @@ def parse_check_name(name: str) -> tuple[str, str, str] | None:
     return f"{parts[0]}/{parts[1]}", parts[2], parts[3]
 
 
-def parse_external_id(external_id: str | None) -> tuple[int, int | None] | None:
-    """``"<run_id>:<pr>"`` -> (run_id, pr); None if malformed."""
-    run, _, pr = (external_id or "").partition(":")
-    if not run.isdigit():
+def parse_external_id(external_id: object) -> tuple[int, int | None] | None:
+    """``"<run_id>:<pr>"`` -> (run_id, pr); None if malformed (not text, not ASCII digits,
+    or a number too large to be one of GitHub's ids)."""
+    if not isinstance(external_id, str):
         return None
-    return int(run), int(pr) if pr.isdigit() else None
+    run, _, pr = external_id.partition(":")
+    run_id, pr_number = _github_id(run), _github_id(pr)
+    return None if run_id is None else (run_id, pr_number)
+
+
+def _github_id(text: str) -> int | None:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        return None  # at most 18 digits: always below 2**63, the store's BIGINT
+    return int(text)
 
 
 def details_url(public_url: str, row: Row) -> str:

@@ -89,7 +89,11 @@ class WorkerConfig(_Model):
     concurrency: int = Field(default=4, ge=1, le=100)  # GitHub allows <= 100 concurrent requests
     lease_seconds: float = Field(default=120.0, gt=0)
     poll_interval_seconds: float = Field(default=0.5, gt=0)
-    max_attempts: int = Field(default=8, ge=1)
+    # A failing job is retried at capped exponential backoff until it has been failing for
+    # retry_window_seconds (a day: an outage of the HUD or of GitHub heals by itself), or,
+    # when set, for max_attempts attempts; then it becomes a dead letter.
+    max_attempts: int | None = Field(default=None, ge=1)
+    retry_window_seconds: float = Field(default=24 * 3600.0, ge=0)
     backoff_base_seconds: float = Field(default=2.0, gt=0)
     backoff_max_seconds: float = Field(default=600.0, gt=0)
     prune_interval_seconds: float = Field(default=3600.0, gt=0)

@@ -64,8 +64,8 @@ def forward(http: httpx.Client, hud_url: str, key: str | None, record: dict[str,
     """Send one record; raise RetryableError/PermanentError as the answer says.
 
     The key goes in ``x-hud-internal-bot``, the header PyTorch's HUD checks
-    (torchci ``checkAuthWithApiToken``); CRCR's relay sends it as a bare
-    ``Authorization`` value instead, which that HUD does not read.
+    (torchci ``checkAuthWithApiToken``) and the one CRCR's relay sends since
+    pytorch/test-infra#8143 (before it: a bare ``Authorization`` value).
     """
     headers = {HUD_KEY_HEADER: key} if key else {}
     try:

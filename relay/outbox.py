@@ -18,7 +18,7 @@ from relay.store import Row, Store, Tx
 
 _COLUMNS = (
     "job_id, kind, dedupe_key, delivery_id, target, body, state, attempts, next_attempt_at,"
-    " lease_owner, lease_expires_at, last_error, created_at, done_at"
+    " lease_owner, lease_expires_at, last_error, created_at, done_at, first_failed_at"
 )
 
 
@@ -34,6 +34,7 @@ class Job:
     created_at: float
     lease_owner: str | None = None
     last_error: str | None = None
+    first_failed_at: float | None = None  # when its first attempt failed (None: never failed)
 
     @classmethod
     def from_row(cls, row: Row) -> Job:
@@ -48,7 +49,12 @@ class Job:
             created_at=float(row["created_at"]),
             lease_owner=row.get("lease_owner"),
             last_error=row.get("last_error"),
+            first_failed_at=_float_or_none(row.get("first_failed_at")),
         )
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def enqueue(
@@ -144,14 +150,17 @@ def complete(
     return changed == 1
 
 
-def retry_later(store: Store, job: Job, *, owner: str, error: str, next_attempt_at: float) -> bool:
-    """Release the lease and schedule the next attempt."""
+def retry_later(
+    store: Store, job: Job, *, owner: str, error: str, now: float, next_attempt_at: float
+) -> bool:
+    """Release the lease and schedule the next attempt; the first failure's time is kept."""
     with store.transaction() as tx:
         return (
             tx.execute(
                 "UPDATE outbox SET lease_owner = NULL, lease_expires_at = NULL, last_error = ?,"
-                " next_attempt_at = ? WHERE job_id = ? AND lease_owner = ? AND state = 'pending'",
-                (error[:2000], next_attempt_at, job.job_id, owner),
+                " next_attempt_at = ?, first_failed_at = COALESCE(first_failed_at, ?)"
+                " WHERE job_id = ? AND lease_owner = ? AND state = 'pending'",
+                (error[:2000], next_attempt_at, now, job.job_id, owner),
             )
             == 1
         )
@@ -205,7 +214,7 @@ def requeue_dead_letters(store: Store, *, now: float, job_ids: Iterable[str] | N
                 continue
             inserted = tx.execute(
                 f"INSERT INTO outbox ({_COLUMNS}) SELECT job_id, kind, dedupe_key, delivery_id,"
-                " target, body, 'pending', 0, ?, NULL, NULL, last_error, created_at, NULL"
+                " target, body, 'pending', 0, ?, NULL, NULL, last_error, created_at, NULL, NULL"
                 " FROM dead_letters WHERE job_id = ? ON CONFLICT DO NOTHING",
                 (now, row["job_id"]),
             )
@@ -258,6 +267,9 @@ def prune(store: Store, *, older_than: float) -> dict[str, int]:
         "outbox": "DELETE FROM outbox WHERE state = 'done' AND done_at < ?",
         "dispatches": "DELETE FROM dispatches WHERE dispatched_at < ?",
         "dead_letters": "DELETE FROM dead_letters WHERE died_at < ?",
+        # Which run owns a dispatch, and re-runs granted: no longer needed with it.
+        "dispatch_claims": "DELETE FROM dispatch_claims WHERE claimed_at < ?",
+        "rerun_grants": "DELETE FROM rerun_grants WHERE granted_at < ?",
     }
     with store.transaction() as tx:
         counts = {

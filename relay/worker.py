@@ -62,6 +62,10 @@ PERIODIC_TASKS: dict[str, tuple[str, float | None]] = {
 }
 
 
+def _given_up(attempts: int, failing_for: float, error: Exception) -> str:
+    return f"after {attempts} attempts over {failing_for / 3600:.1f} h: {error}"
+
+
 def load_handlers(state: RelayState) -> dict[str, JobHandler]:
     handlers: dict[str, JobHandler] = {}
     for dotted in HANDLER_FACTORIES:
@@ -83,7 +87,10 @@ class Worker:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         cfg = state.config.worker
         self.policy = RetryPolicy(
-            cfg.max_attempts, cfg.backoff_base_seconds, cfg.backoff_max_seconds
+            cfg.max_attempts,
+            cfg.backoff_base_seconds,
+            cfg.backoff_max_seconds,
+            cfg.retry_window_seconds,
         )
         self._next_run: dict[str, float] = {}
 
@@ -130,15 +137,17 @@ class Worker:
             headers = exc.headers if isinstance(exc, RetryableError) else {}
             if not isinstance(exc, RetryableError):
                 log.exception("job handler crashed", extra=extra)
-            if self.policy.exhausted(job.attempts):
-                self._dead(job, f"after {job.attempts} attempts: {exc}", extra)
-                return
             now = self.state.clock.now()
+            failing_for = now - (job.first_failed_at if job.first_failed_at is not None else now)
+            if self.policy.exhausted(job.attempts, failing_for):
+                self._dead(job, _given_up(job.attempts, failing_for, exc), extra)
+                return
             retry_later(
                 self.state.store,
                 job,
                 owner=self.owner,
                 error=str(exc),
+                now=now,
                 next_attempt_at=next_attempt_at(self.policy, job.attempts, now, headers),
             )
             metrics.job_attempts.labels(job.kind, "retry").inc()

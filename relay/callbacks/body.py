@@ -12,13 +12,24 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from relay.dispatch.payload import slim_payload
+from relay.json_body import BIGINT_MAX, INTEGER_MAX, BadBody, control_character, parse_json_body
 from relay.results.report import Progress, RunReport
 
+M = TypeVar("M", bound=BaseModel)
 PERIODIC_EVENTS = frozenset({"nightly", "periodic"})
 CONCLUSIONS = frozenset(
     {"success", "failure", "cancelled", "skipped", "timed_out", "neutral", "action_required"}
@@ -30,6 +41,55 @@ class BadCallback(Exception):
     """400: the body is not a valid callback; the message names the field."""
 
 
+def _no_control_character(value: str) -> str:
+    bad = control_character(value)
+    if bad is not None:
+        raise ValueError(f"contains a control character ({bad})")
+    return value
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("contains a NUL character (U+0000)")
+    return value
+
+
+def _number_as_text(value: Any) -> Any:
+    # A number (in a hand-written body) and its text (as the action sends it) are one id.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _run_number_in_range(value: str) -> str:
+    if value.isdecimal() and int(value) > BIGINT_MAX:
+        raise ValueError(f"a numeric run_id must not exceed {BIGINT_MAX}")
+    return value
+
+
+# Text stored in a column of its own (PostgreSQL refuses NUL; no id, name or URL has one).
+ColumnText = Annotated[str, AfterValidator(_no_control_character)]
+# A count in an INTEGER column (32-bit on PostgreSQL).
+Count = Annotated[int, Field(ge=0, le=INTEGER_MAX)]
+# As sent: GitHub's run id (digits; the action sends it as a string) or, from CRCR's
+# Buildkite reporter, the build's UUID. The store keys jobs by `run_key(run_id)`.
+RunId = Annotated[
+    str,
+    BeforeValidator(_number_as_text),
+    Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._-]+$"),
+    AfterValidator(_run_number_in_range),
+]
+RunAttempt = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
+
+
+def run_key(run_id: str) -> int:
+    """The run id the store keys a job by: GitHub's number, or a stable number derived
+    from a non-numeric id (a Buildkite build UUID), below 2**60."""
+    if run_id.isdecimal():
+        return int(run_id)
+    return int(hashlib.sha256(run_id.encode()).hexdigest()[:15], 16)
+
+
 class TestResults(BaseModel):
     """Counts as CRCR's action documents them (``passed/failed/skipped``).
 
@@ -39,15 +99,17 @@ class TestResults(BaseModel):
     """
 
     model_config = ConfigDict(extra="allow")
-    passed: int = Field(ge=0)
-    failed: int = Field(ge=0)
-    skipped: int = Field(ge=0)
-    total: int | None = Field(default=None, ge=0)
+    passed: Count
+    failed: Count
+    skipped: Count
+    total: Count | None = None
 
     @model_validator(mode="after")
     def _total_is_the_sum(self) -> TestResults:
         if self.total is None:
             self.total = self.passed + self.failed + self.skipped
+            if self.total > INTEGER_MAX:
+                raise ValueError(f"passed + failed + skipped must not exceed {INTEGER_MAX}")
         elif self.total != self.passed + self.failed + self.skipped:
             raise ValueError(
                 f"total ({self.total}) must equal passed + failed + skipped "
@@ -60,21 +122,19 @@ class WorkflowReport(BaseModel):
     model_config = ConfigDict(extra="allow")
     schema_version: Literal["1"]
     status: Literal["in_progress", "completed"]
-    conclusion: str | None = None
-    name: str = Field(min_length=1, max_length=200)
-    url: str | None = None
-    # As sent: GitHub's run id (digits; the action sends it as a string) or, from
-    # CRCR's Buildkite reporter, the build's UUID. The store keys jobs by run_key.
-    run_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._-]+$")
-    run_attempt: int = Field(default=1, ge=1)
-    job_name: str = Field(min_length=1, max_length=300)
+    conclusion: ColumnText | None = None
+    name: ColumnText = Field(min_length=1, max_length=200)
+    url: ColumnText | None = None
+    run_id: RunId
+    run_attempt: RunAttempt = 1
+    job_name: ColumnText = Field(min_length=1, max_length=300)
     # GitHub's job.check_run_id, else "<run_id>-<run_attempt>" (CRCR's action falls
     # back to that, and so do we when it is missing: the HUD key needs one).
-    check_run_id: str | None = Field(default=None, max_length=100)
-    started_at: str | None = None
-    completed_at: str | None = None
+    check_run_id: ColumnText | None = Field(default=None, max_length=100)
+    started_at: ColumnText | None = None
+    completed_at: ColumnText | None = None
     test_results: TestResults | None = None
-    artifact_url: str | None = None
+    artifact_url: ColumnText | None = None
 
     @field_validator("check_run_id", "test_results", "conclusion", mode="before")
     @classmethod
@@ -82,21 +142,14 @@ class WorkflowReport(BaseModel):
         # Shell-built bodies (CRCR's composite action) send "" or {} for "unknown".
         return None if value in ("", {}) else value
 
-    @field_validator("check_run_id", "run_id", "schema_version", mode="before")
+    @field_validator("check_run_id", "schema_version", mode="before")
     @classmethod
-    def _number_as_text(cls, value: Any) -> Any:
-        # A number (in a hand-written body) and its text (as the action sends it) are one id.
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-        return value
+    def _id_as_text(cls, value: Any) -> Any:
+        return _number_as_text(value)
 
     @property
     def run_key(self) -> int:
-        """The run id the store keys the job by: GitHub's number, or a stable number
-        derived from a non-numeric id (a Buildkite build UUID), below 2**60."""
-        if self.run_id.isdecimal():
-            return int(self.run_id)
-        return int(hashlib.sha256(self.run_id.encode()).hexdigest()[:15], 16)
+        return run_key(self.run_id)
 
     @field_validator("started_at", "completed_at")
     @classmethod
@@ -123,15 +176,17 @@ class SelectionReport(BaseModel):
     """A selection run's report, stored for the dashboard (table selection_reports)."""
 
     model_config = ConfigDict(extra="forbid")
-    selection_id: str | None = Field(default=None, min_length=1, max_length=200)
+    selection_id: ColumnText | None = Field(default=None, min_length=1, max_length=200)
     summary: dict[str, Any]
-    html: str | None = Field(default=None, max_length=MAX_SELECTION_HTML)
+    html: Annotated[str, AfterValidator(_no_nul)] | None = Field(
+        default=None, max_length=MAX_SELECTION_HTML
+    )
 
 
 class CallbackBody(BaseModel):
     model_config = ConfigDict(extra="allow")
-    event_type: str = Field(min_length=1, max_length=100)
-    delivery_id: str = Field(min_length=1, max_length=200)
+    event_type: ColumnText = Field(min_length=1, max_length=100)
+    delivery_id: ColumnText = Field(min_length=1, max_length=200)
     payload: dict[str, Any] | None = None
     callback_token: str | None = None
     workflow: WorkflowReport
@@ -180,14 +235,19 @@ class CallbackBody(BaseModel):
 
 
 def parse_callback(raw: bytes) -> CallbackBody:
+    return parse_body(raw, CallbackBody)
+
+
+def parse_body(raw: bytes, model: type[M]) -> M:
+    """`raw` as `model` (a JSON object), or BadCallback naming what is wrong."""
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BadCallback(f"body is not JSON: {error}") from None
+        _, data = parse_json_body(raw)
+    except BadBody as error:
+        raise BadCallback(str(error)) from None
     if not isinstance(data, dict):
         raise BadCallback("body must be a JSON object")
     try:
-        return CallbackBody.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
         raise BadCallback(describe_validation_error(error)) from None
 

@@ -1,4 +1,5 @@
-"""HTTP endpoints of part 2: ``POST /github/callback`` and ``POST /api/crcr/results``.
+"""HTTP endpoints of part 2: ``POST /github/callback``, ``POST /github/claim`` and
+``POST /api/crcr/results``.
 
 Listed in ``relay.app.ROUTER_FACTORIES`` as ``relay.callbacks.endpoint:router``.
 The handlers only move bytes: the decisions are in ``service`` and ``hud_api``.
@@ -15,6 +16,7 @@ from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 
 from relay.callbacks.answer import Answer
+from relay.callbacks.claims import ClaimService
 from relay.callbacks.hud_api import HudReceiver
 from relay.callbacks.service import CallbackService
 
@@ -43,6 +45,7 @@ def _respond(answer: Answer) -> JSONResponse:
 def router(state: RelayState) -> APIRouter:
     api = APIRouter()
     callbacks = CallbackService(state)
+    claims = ClaimService(state, callbacks)
     hud = HudReceiver(state)
     answered = Counter(
         "relay_callbacks",
@@ -65,6 +68,11 @@ def router(state: RelayState) -> APIRouter:
     async def github_callback(request: Request) -> JSONResponse:
         authorization = request.headers.get("authorization")
         return await serve(request, "callback", lambda raw: callbacks.handle(authorization, raw))
+
+    @api.post("/github/claim")
+    async def github_claim(request: Request) -> JSONResponse:
+        authorization = request.headers.get("authorization")
+        return await serve(request, "claim", lambda raw: claims.handle(authorization, raw))
 
     @api.post("/api/crcr/results")
     async def crcr_results(request: Request) -> JSONResponse:

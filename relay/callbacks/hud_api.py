@@ -1,9 +1,9 @@
 """The relay as a HUD: ``POST /api/crcr/results`` from another relay, into ``hud_rows``.
 
 Authenticated by a shared key (``extra.callbacks.hud_api_keys``) in the
-``x-hud-internal-bot`` header (PyTorch's HUD), or in ``Authorization`` either bare
-(as CRCR's relay sends it, ``utils/hud.py``) or as ``Bearer <key>``; compared in
-constant time. Rows are upserted under CRCR's key
+``x-hud-internal-bot`` header (PyTorch's HUD; what CRCR's relay sends since
+pytorch/test-infra#8143), or in ``Authorization`` either bare (what CRCR's relay sent
+before it, ``utils/hud.py``) or as ``Bearer <key>``; compared in constant time. Rows are upserted under CRCR's key
 ``verified_repo/delivery_id/workflow/job/check_run_id``; a row never goes back
 from completed to in_progress (a late retry of an older forward).
 """
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from relay.callbacks.answer import Answer
 from relay.callbacks.settings import callback_settings
 from relay.hud import HUD_KEY_HEADER, hud_key
+from relay.json_body import BadBody, parse_json_body, storable_text
 from relay.store import Tx
 
 if TYPE_CHECKING:
@@ -26,6 +27,21 @@ if TYPE_CHECKING:
 
 class BadHudRecord(ValueError):
     pass
+
+
+# The parts of the row's key (a PRIMARY KEY: bounded, so that even 4-byte characters stay
+# within PostgreSQL's index row limit) and their longest accepted text.
+_KEY_PARTS = (("name", 200), ("job_name", 300), ("check_run_id", 100), ("status", 20))
+_PAYLOAD = "untrusted.callback_payload"
+
+
+def _text(value: Any, field: str, max_chars: int) -> str:
+    if not isinstance(value, str) or not value:
+        raise BadHudRecord(f"{field} must be a non-empty string")
+    try:
+        return storable_text(value, field, max_chars=max_chars)
+    except BadBody as error:
+        raise BadHudRecord(str(error)) from None
 
 
 def validate_record(data: Any) -> tuple[str, str, dict[str, Any]]:
@@ -38,15 +54,22 @@ def validate_record(data: Any) -> tuple[str, str, dict[str, Any]]:
     repo = trusted.get("verified_repo")
     if not isinstance(repo, str) or repo.count("/") != 1:
         raise BadHudRecord("trusted.verified_repo must be owner/repo")
+    _text(repo, "trusted.verified_repo", 200)
     payload = untrusted.get("callback_payload")
     if not isinstance(payload, dict):
-        raise BadHudRecord("untrusted.callback_payload must be an object")
-    delivery_id = payload.get("delivery_id")
-    if not isinstance(delivery_id, str) or not delivery_id:
-        raise BadHudRecord("untrusted.callback_payload.delivery_id is required")
+        raise BadHudRecord(f"{_PAYLOAD} must be an object")
+    if not isinstance(payload.get("delivery_id"), str) or not payload["delivery_id"]:
+        raise BadHudRecord(f"{_PAYLOAD}.delivery_id is required")
+    delivery_id = _text(payload["delivery_id"], f"{_PAYLOAD}.delivery_id", 200)
     workflow = payload.get("workflow")
     if not isinstance(workflow, dict) or not workflow.get("name") or not workflow.get("job_name"):
-        raise BadHudRecord("untrusted.callback_payload.workflow needs name and job_name")
+        raise BadHudRecord(f"{_PAYLOAD}.workflow needs name and job_name")
+    for part, max_chars in _KEY_PARTS:
+        value = workflow.get(part)
+        if isinstance(value, int) and not isinstance(value, bool) and part == "check_run_id":
+            value = str(value)  # GitHub's check run ids are numbers
+        if value is not None:
+            _text(value, f"{_PAYLOAD}.workflow.{part}", max_chars)
     return repo, delivery_id, payload
 
 
@@ -74,12 +97,13 @@ class HudReceiver:
         if not self._authorized(headers):
             return Answer(401, {"error": f"missing or wrong {HUD_KEY_HEADER} key"})
         try:
-            repo, delivery_id, payload = validate_record(json.loads(raw))
-        except (ValueError, UnicodeDecodeError) as error:
+            text, data = parse_json_body(raw)
+            repo, delivery_id, payload = validate_record(data)
+        except ValueError as error:  # BadBody, BadHudRecord
             return Answer(400, {"error": str(error)})
         key = hud_key(repo, payload)
         with self.state.store.transaction() as tx:
-            stored = _upsert(tx, key, repo, delivery_id, raw.decode(), self.state.clock.now())
+            stored = _upsert(tx, key, repo, delivery_id, text, self.state.clock.now())
         # ok/status/dynamoKey as PyTorch's HUD answers; key/stored are ours.
         status = (payload.get("workflow") or {}).get("status")
         answer = {"ok": True, "status": status, "dynamoKey": key, "key": key, "stored": stored}

@@ -12,6 +12,7 @@ from typing import Any
 
 from relay.callbacks.body import CallbackBody, iso_seconds
 from relay.callbacks.state_machine import JobKey, JobState
+from relay.json_body import BIGINT_MAX
 from relay.results.classify import swept_kind
 from relay.store import Row, Tx
 
@@ -262,5 +263,9 @@ def _check_run_ref(row: Row) -> str | None:
 
 
 def _int_or_none(check_run_ref: str | None) -> int | None:
-    """A numeric check run id (GitHub's) for the BIGINT column; a fallback id has none."""
-    return int(check_run_ref) if check_run_ref and check_run_ref.isdecimal() else None
+    """A numeric check run id (GitHub's) for the BIGINT column; a fallback id, or a number
+    too large for the column, has none (check_run_ref keeps it as text)."""
+    if not check_run_ref or not check_run_ref.isdecimal():
+        return None
+    number = int(check_run_ref)
+    return number if number <= BIGINT_MAX else None

@@ -8,13 +8,15 @@
 Only L3/L4 repositories (the ones with check runs), only GitHub Actions runs
 (a Buildkite build cannot be re-run through GitHub's API). The re-runs are
 outbox jobs (kind ``rerun``) enqueued in the ingest transaction, deduplicated
-per delivery and run, so a redelivered webhook re-runs nothing twice.
+per delivery and run, so a redelivered webhook re-runs nothing twice. Each one grants
+the run's next attempt its dispatch's callback token (``relay.callbacks.run_binding``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from relay.callbacks.run_binding import grant_rerun
 from relay.checks import parse_check_name, parse_external_id
 from relay.outbox import enqueue
 from relay.store import Tx
@@ -36,11 +38,11 @@ def on_ingest(state: RelayState, tx: Tx, delivery: StoredDelivery, route: Route)
         runs = _check_run_target(delivery.payload, allowlist, state.config.github.app_id)
         failed_only = True
     else:
-        runs = _suite_runs(tx, delivery.payload, allowlist)
+        runs = _suite_runs(tx, route.head_sha, allowlist)
         failed_only = False
     added = 0
     for repo, run_id in runs:
-        added += enqueue(
+        queued = enqueue(
             tx,
             kind="rerun",
             target=repo,
@@ -49,6 +51,9 @@ def on_ingest(state: RelayState, tx: Tx, delivery: StoredDelivery, route: Route)
             delivery_id=delivery.delivery_id,
             now=delivery.received_at,
         )
+        if queued:  # the re-run's attempt may report with its dispatch's token
+            grant_rerun(tx, repo, run_id, delivery.received_at)
+        added += queued
     return added
 
 
@@ -69,8 +74,8 @@ def _check_run_target(
     return [(entry.repo, parsed[0])]
 
 
-def _suite_runs(tx: Tx, payload: dict[str, Any], allowlist: Allowlist) -> list[tuple[str, int]]:
-    head_sha = (payload.get("check_suite") or {}).get("head_sha")
+def _suite_runs(tx: Tx, head_sha: str | None, allowlist: Allowlist) -> list[tuple[str, int]]:
+    # The route's head SHA: checked by routing (text the store can take), unlike the raw field.
     if not head_sha:
         return []
     rows = tx.fetchall(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from relay.callback_token import CallbackTokenError, CallbackTokenSigner, TokenBinding
@@ -28,6 +29,7 @@ from relay.callbacks.records import (
     save_job,
     save_selection,
 )
+from relay.callbacks.run_binding import RunRef, bind_run
 from relay.callbacks.settings import CallbackSettings, callback_settings, token_secret
 from relay.callbacks.state_machine import (
     Accepted,
@@ -50,6 +52,8 @@ log = logging.getLogger("relay.callbacks")
 
 
 class _Refused(Exception):
+    """The answer is decided before the end of the checks (a refusal, or 200 ignored)."""
+
     def __init__(self, answer: Answer) -> None:
         super().__init__(answer.body)
         self.answer = answer
@@ -84,20 +88,35 @@ class CallbackService:
         self.history_length = results_settings(state.config.extra).history_length
 
     def handle(self, authorization: str | None, raw: bytes) -> Answer:
+        return self.guarded(lambda: self._handle(authorization, raw))
+
+    @staticmethod
+    def guarded(decide: Callable[[], Answer]) -> Answer:
+        """Run `decide`; a check that stopped it early gives the answer."""
         try:
-            return self._handle(authorization, raw)
+            return decide()
         except _Refused as refused:
             return refused.answer
 
     def _handle(self, authorization: str | None, raw: bytes) -> Answer:
-        identity = self._identity(authorization)
+        identity, entry = self.admit(authorization, min_level=2)
+        body = self._body(raw)
+        if body.is_periodic:
+            return self._periodic(identity, body, entry)
+        return self._job_callback(identity, body, entry.level, entry.device)
+
+    def admit(
+        self, authorization: str | None, *, min_level: int
+    ) -> tuple[CallerIdentity, Downstream]:
+        """The caller's identity (401/403) and entry, within its rate limit (429). As CRCR
+        ships it, a repository below `min_level`, or no longer allowlisted at all, is
+        acknowledged and ignored (200), so that a demotion does not turn its CI red."""
+        identity = self.authenticate(authorization)
         entry = downstream_of(self.state, identity.repository)
-        # As CRCR ships it: a repository below L2, or no longer allowlisted at all,
-        # is acknowledged and ignored, so that a demotion does not turn its CI red.
         if entry is None:
-            return _ignored(f"repository {identity.repository} is not allowlisted")
-        if LEVEL_ORDER[entry.level] < 2:
-            return _ignored(f"{entry.level}: callbacks ignored")
+            raise _Refused(_ignored(f"repository {identity.repository} is not allowlisted"))
+        if LEVEL_ORDER[entry.level] < min_level:
+            raise _Refused(_ignored(f"{entry.level}: callbacks ignored"))
         wait = self.limiter.take(entry.repo.lower())
         if wait is not None:
             raise _refuse(
@@ -105,12 +124,17 @@ class CallbackService:
                 f"rate limit for {entry.repo} exceeded",
                 {"Retry-After": retry_after_header(wait)},
             )
-        body = self._body(raw)
-        if body.is_periodic:
-            return self._periodic(identity, body, entry)
-        return self._job_callback(identity, body, entry.level, entry.device)
+        return identity, entry
 
-    def _identity(self, authorization: str | None) -> CallerIdentity:
+    @staticmethod
+    def refusal(status: int, message: str) -> Exception:
+        return _refuse(status, message)
+
+    @staticmethod
+    def no_dispatch(tx: Tx, delivery_id: str, repo: str) -> Exception:
+        return _no_dispatch(tx, delivery_id, repo)
+
+    def authenticate(self, authorization: str | None) -> CallerIdentity:
         try:
             return self.verifier.verify(authorization)
         except Unauthenticated as error:
@@ -125,16 +149,31 @@ class CallbackService:
         except BadCallback as error:
             raise _refuse(400, str(error)) from None
 
-    def _check_token(self, body: CallbackBody, dispatch: Dispatch, now: float) -> str | None:
-        if body.callback_token is None and not self.settings.require_callback_token:
+    def check_token(self, token: object, dispatch: Dispatch, now: float) -> str | None:
+        """The token's id when it is this dispatch's (403 otherwise); None when no token
+        was sent and none is required."""
+        if token is None and not self.settings.require_callback_token:
             return None
         binding = TokenBinding(
             dispatch.delivery_id, dispatch.repo, dispatch.pr_number, dispatch.head_sha
         )
         try:
-            return self.signer.verify(body.callback_token, binding, dispatch.callback_token_id, now)
+            return self.signer.verify(token, binding, dispatch.callback_token_id, now)
         except CallbackTokenError as error:
             raise _refuse(403, str(error)) from None
+
+    @staticmethod
+    def _bind_run(tx: Tx, dispatch: Dispatch, key: JobKey, now: float) -> None:
+        """403 unless this run owns the dispatch (see relay.callbacks.run_binding)."""
+        run = RunRef(key.run_id, key.run_attempt)
+        binding = bind_run(tx, dispatch.delivery_id, dispatch.repo, run, how="callback", now=now)
+        if not binding.allowed:
+            raise _refuse(
+                403,
+                f"callback_token is bound to {binding.run} of this dispatch, not to {run};"
+                " a re-run is let in when asked for through the relay (Re-run on the"
+                " upstream check run)",
+            )
 
     def _job_callback(
         self, identity: CallerIdentity, body: CallbackBody, level: str, device: str | None
@@ -147,7 +186,8 @@ class CallbackService:
             if dispatch is None:
                 raise _no_dispatch(tx, body.delivery_id, identity.repository)
             key = JobKey(key.delivery_id, dispatch.repo, key.run_id, key.run_attempt, key.job_name)
-            token_id = self._check_token(body, dispatch, now)
+            token_id = self.check_token(body.callback_token, dispatch, now)
+            self._bind_run(tx, dispatch, key, now)
             report = Report(w.status, w.conclusion, w.check_run_id, body.digest())
             facts = JobFacts(
                 pr_number=dispatch.pr_number,
@@ -220,7 +260,10 @@ def _no_dispatch(tx: Tx, delivery_id: str, repo: str) -> _Refused:
     job, just after GitHub accepted it; a downstream that reports within those
     milliseconds (the local target) is asked to retry instead of being refused.
     """
-    if recording_dispatch(tx, delivery_id, repo):
+    # On PostgreSQL each statement sees what was committed when it began: the worker may
+    # have committed "done" with the record between our first read and this one. So after
+    # the job, look at the record again before saying there is none.
+    if recording_dispatch(tx, delivery_id, repo) or load_dispatch(tx, delivery_id, repo):
         return _refuse(
             503, f"dispatch of {delivery_id} to {repo} is being recorded", {"Retry-After": "2"}
         )

@@ -11,9 +11,10 @@ from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
 from relay.allowlist_source import AllowlistUnavailable
+from relay.json_body import BadBody
 from relay.store import StoreUnavailable
 from relay.webhook.ingest import StoredDelivery, ingest_async, parse_json_object
-from relay.webhook.routing import BadPayload, route
+from relay.webhook.routing import BadPayload, event_label, route
 from relay.webhook.signature import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -64,27 +65,30 @@ def router(state: RelayState) -> APIRouter:
             verify_signature(headers, body, secrets)
             payload = parse_json_object(body)
         except WebhookRejected as exc:
-            state.metrics.deliveries.labels(event or "-", f"rejected_{exc.status_code}").inc()
+            state.metrics.deliveries.labels(event_label(event), f"rejected_{exc.status_code}").inc()
             log.warning(
                 "webhook rejected: %s",
                 exc,
                 extra={"delivery_id": delivery_id or None, "status": exc.status_code},
             )
             return JSONResponse({"error": str(exc)}, status_code=exc.status_code)
-        except ValueError as exc:
-            state.metrics.deliveries.labels(event, "rejected_400").inc()
-            return JSONResponse({"error": f"body is not a JSON object: {exc}"}, status_code=400)
+        except BadBody as exc:
+            state.metrics.deliveries.labels(event_label(event), "rejected_400").inc()
+            log.warning(
+                "webhook rejected: %s", exc, extra={"delivery_id": delivery_id, "status": 400}
+            )
+            return JSONResponse({"error": str(exc)}, status_code=400)
 
         try:
             decision = route(event, payload, state.config.upstream_repo)
         except BadPayload as exc:
-            state.metrics.deliveries.labels(event, "rejected_400").inc()
+            state.metrics.deliveries.labels(event_label(event), "rejected_400").inc()
             log.warning(
                 "webhook rejected: %s", exc, extra={"delivery_id": delivery_id, "status": 400}
             )
             return JSONResponse({"error": str(exc)}, status_code=400)
         if not decision.upstream:
-            state.metrics.deliveries.labels(event, "ignored").inc()
+            state.metrics.deliveries.labels(event_label(event), "ignored").inc()
             log.debug(
                 "ignored: %s", decision.reason, extra={"delivery_id": delivery_id, "event": event}
             )

@@ -9,7 +9,6 @@ ingest transaction for a delivery seen for the first time.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from relay.allowlist import Allowlist
 from relay.dispatch.targets import targets_for
+from relay.json_body import BadBody, parse_json_body
 from relay.outbox import enqueue
 from relay.store import Tx
 from relay.webhook.routing import Route
@@ -138,7 +138,9 @@ async def ingest_async(state: RelayState, delivery: StoredDelivery, route: Route
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:
-    data = json.loads(body)
+    """The webhook's JSON object; `BadBody` (400) naming what is wrong otherwise
+    (not UTF-8, not JSON, too deep, a lone surrogate, not an object)."""
+    _, data = parse_json_body(body)
     if not isinstance(data, dict):
-        raise ValueError("the webhook body must be a JSON object")
+        raise BadBody("the webhook body must be a JSON object")
     return data

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Mapping, Sequence
 
 SIGNATURE_HEADER = "x-hub-signature-256"
@@ -62,11 +63,22 @@ def verify_signature(headers: Mapping[str, str], body: bytes, secrets: Sequence[
         raise BadSignature("X-Hub-Signature-256 does not match the body")
 
 
+# GitHub's delivery ids are GUIDs; the id is the key of everything the relay stores for
+# a delivery (and part of URLs), so it is short, printable ASCII.
+MAX_DELIVERY_ID_CHARS = 200
+_DELIVERY_ID = re.compile(rf"[\x21-\x7e]{{1,{MAX_DELIVERY_ID_CHARS}}}")
+
+
 def check_envelope(headers: Mapping[str, str], content_length: int | None, max_bytes: int) -> None:
     """Checks that need no body: event and delivery headers, content type, size."""
     for name in (EVENT_HEADER, DELIVERY_HEADER):
         if not headers.get(name):
             raise MissingHeader(f"missing {name.title()} header")
+    if not _DELIVERY_ID.fullmatch(headers[DELIVERY_HEADER]):
+        raise WebhookRejected(
+            f"X-GitHub-Delivery must be 1..{MAX_DELIVERY_ID_CHARS} printable ASCII characters"
+            " without spaces"
+        )
     media_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
         raise UnsupportedMediaType(

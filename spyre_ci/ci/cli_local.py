@@ -47,6 +47,9 @@ def run_workflow_command(
     for step in result.steps:
         mark = "ok " if step.returncode == 0 else "ERR"
         click.echo(f"[{mark}] {step.job:<22} {' '.join(step.command[3:])[:110]}  (log: {step.log})")
+    if result.jobs["select"].outputs.get("duplicate") == "true":
+        click.echo(f"not run: {result.jobs['select'].outputs.get('claim_reason', 'duplicate')}")
+        return
     click.echo(f"conclusion: {result.conclusion or 'not reported'}")
     if result.jobs["report"].result != "success":
         raise SystemExit(1)

@@ -5,7 +5,8 @@ GitHub: each step is the same `spyre-ci ci ...` command line the workflow runs, 
 a subprocess with a workflow-like environment (GITHUB_EVENT_PATH, GITHUB_OUTPUT,
 GITHUB_JOB, RUNNER_TEMP, ...). Jobs follow the workflow's rules: a failed step
 skips the rest of its job, `test` runs only when something was selected (one
-shard after the other), `report` always runs and gets `needs` as GitHub builds it.
+shard after the other), `report` always runs and gets `needs` as GitHub builds it --
+unless the claim said the dispatch belongs to another run: then the run stops there.
 """
 
 from __future__ import annotations
@@ -213,6 +214,13 @@ def run_local_workflow(run: LocalRun) -> WorkflowResult:
     )
 
     select = JobOutcome(result="success")
+    runner.step(select, "select-claim", "claim")
+    if select.outputs.get("duplicate") == "true":
+        # Another run owns this dispatch: nothing is tested or reported (the report job's
+        # `if:` skips it too).
+        return WorkflowResult(
+            {"select": select, "test": JobOutcome(), "report": JobOutcome()}, runner.steps
+        )
     runner.step(select, "select-plan", "plan", "--write", plan)
     if select.outputs.get("run") == "true":
         runner.step(select, "select-checkout", *checkout)

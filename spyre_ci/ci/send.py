@@ -42,16 +42,25 @@ class CallbackAnswer:
 class CallbackFailed(RuntimeError):
     """The relay refused the callback or never answered; the message has its answer."""
 
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # None: no answer at all
+
 
 def retry_delay(
-    attempt: int, status: int | None, headers: Mapping[str, str], *, jitter: float = 0.0
+    attempt: int,
+    status: int | None,
+    headers: Mapping[str, str],
+    *,
+    jitter: float = 0.0,
+    max_attempts: int = MAX_ATTEMPTS,
 ) -> float | None:
     """Seconds to wait before attempt `attempt + 1`, or None to stop.
 
     `status` None means no answer (connection error, timeout). `Retry-After` wins
     over exponential backoff (1, 2, 4, 8 s plus jitter).
     """
-    if attempt >= MAX_ATTEMPTS:
+    if attempt >= max_attempts:
         return None
     if status is not None and status not in RETRYABLE_STATUSES:
         return None
@@ -68,10 +77,16 @@ def post_callback(
     *,
     timeout: float = 10.0,
     sleep: Callable[[float], None] = time.sleep,
+    max_attempts: int = MAX_ATTEMPTS,
+    patience: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> CallbackAnswer:
+    """POST `body` with the bearer `token`; retried up to `max_attempts` times and, when
+    `patience` is given, only while the retries stay within that many seconds."""
     data = json.dumps(body).encode()
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
     attempt = 0
+    started = clock()
     while True:
         attempt += 1
         status: int | None
@@ -83,10 +98,15 @@ def post_callback(
             status, answer_headers, text = None, {}, str(exc)
         if status is not None and 200 <= status < 300:
             return CallbackAnswer(status, text, attempt)
-        delay = retry_delay(attempt, status, answer_headers, jitter=random.random())
+        delay = retry_delay(
+            attempt, status, answer_headers, jitter=random.random(), max_attempts=max_attempts
+        )
+        if delay is not None and patience is not None and clock() + delay - started > patience:
+            delay = None
         if delay is None:
             shown = "no answer" if status is None else f"HTTP {status}"
             raise CallbackFailed(
-                f"callback to {url} failed after {attempt} attempt(s): {shown}: {text[:500]}"
+                f"callback to {url} failed after {attempt} attempt(s): {shown}: {text[:500]}",
+                status,
             )
         sleep(delay)

@@ -26,6 +26,7 @@ class Loopback:
     script: list[tuple[int, dict[str, str], str]] = field(default_factory=list)
     callbacks: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # of every POST
 
     @property
     def token_url(self) -> str:
@@ -62,6 +63,7 @@ def _handler(state: Loopback) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             state.callbacks.append(json.loads(self.rfile.read(length)))
             state.authorizations.append(self.headers.get("Authorization", ""))
+            state.paths.append(self.path)
             status, headers, body = state.script.pop(0) if state.script else (202, {}, "{}")
             self._answer(status, body, headers)
 

@@ -43,6 +43,7 @@ def test_skipped_plan_runs_only_plan_and_the_report_job(
         )
         result = run_local_workflow(run)
     assert [step.job for step in result.steps] == [
+        "select-claim",
         "select-plan",
         "report-callback",
         "report-report",
@@ -50,7 +51,8 @@ def test_skipped_plan_runs_only_plan_and_the_report_job(
     assert all(step.returncode == 0 for step in result.steps)
     assert (result.jobs["select"].result, result.jobs["test"].result) == ("success", "skipped")
     assert result.conclusion == "skipped"
-    started, completed = server.callbacks
+    assert server.paths == ["/github/claim", "/github/callback", "/github/callback"]
+    _, started, completed = server.callbacks
     assert started["workflow"]["url"] == "https://github.com/acme/torch-spyre/actions/runs/555"
     assert started["workflow"]["check_run_id"] == completed["workflow"]["check_run_id"] == "555-1"
     assert completed["workflow"]["conclusion"] == "skipped"
@@ -94,3 +96,27 @@ def test_unknown_upstream_sha_fails_in_checkout_and_reports_its_steps_and_log(
     assert "tests" not in report  # no test ran
     assert report["log_tail"]["step"] == "select / checkout"
     assert "f" * 12 in report["log_tail"]["text"]  # git names the commit it could not find
+
+
+def test_a_run_told_duplicate_at_its_claim_plans_tests_and_reports_nothing(
+    tmp_path: Path, webhook: Callable[[str], dict[str, Any]]
+) -> None:
+    event = dispatch_event("pull_request", webhook("pull_request.opened"), "d-twice")
+    with loopback_server() as server:
+        server.script = [(200, {}, json.dumps({"status": "duplicate", "reason": "run 1 owns it"}))]
+        run = LocalRun(
+            event_name="repository_dispatch",
+            event=event,
+            workdir=tmp_path / "run",
+            upstream_url=str(tmp_path / "unused"),
+            extra_env={
+                "ACTIONS_ID_TOKEN_REQUEST_URL": server.token_url,
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": REQUEST_TOKEN,
+                "SPYRE_CI_CALLBACK_URL": server.callback_url,
+            },
+        )
+        result = run_local_workflow(run)
+    assert [step.job for step in result.steps] == ["select-claim"]
+    assert server.paths == ["/github/claim"]  # no callback: the owner's result counts
+    assert result.jobs["select"].outputs["duplicate"] == "true"
+    assert (result.jobs["test"].result, result.jobs["report"].result) == ("skipped", "skipped")

@@ -45,7 +45,7 @@ def test_superseded_pr_runs_are_cancelled_per_upstream_pr(workflow: Workflow) ->
     assert concurrency["cancel-in-progress"] is True
 
 
-def test_only_the_report_job_can_mint_an_oidc_token_and_no_secret_is_used(
+def test_only_the_claim_and_report_jobs_can_mint_an_oidc_token_and_no_secret_is_used(
     workflow: Workflow,
 ) -> None:
     assert workflow["permissions"] == {"contents": "read"}
@@ -55,8 +55,26 @@ def test_only_the_report_job_can_mint_an_oidc_token_and_no_secret_is_used(
         "actions": "read",  # to wait for the test jobs
         "id-token": "write",
     }
-    assert all("permissions" not in jobs[name] for name in ("select", "test"))
+    assert jobs["select"]["permissions"] == {"contents": "read", "id-token": "write"}  # claim
+    assert "permissions" not in jobs["test"]
     assert "secrets." not in WORKFLOW.read_text()
+
+
+def test_a_duplicate_run_stops_after_its_claim_and_reports_nothing(workflow: Workflow) -> None:
+    """The relay dispatches at least once: the select job's first step claims the dispatch,
+    and a run told `duplicate` plans, tests and reports nothing."""
+    select = workflow["jobs"]["select"]
+    runs = [step.get("run", "") for step in select["steps"]]
+    first = next(i for i, run in enumerate(runs) if run.startswith("spyre-ci ci "))
+    assert runs[first] == "spyre-ci ci claim" and select["steps"][first]["id"] == "claim"
+    plan = next(step for step in select["steps"] if step.get("id") == "plan")
+    assert plan["if"] == "steps.claim.outputs.duplicate != 'true'"
+    assert select["outputs"]["duplicate"] == "${{ steps.claim.outputs.duplicate }}"
+    # test needs plan's has_tests (empty when planning was skipped); report says so itself
+    assert workflow["jobs"]["test"]["if"] == "needs.select.outputs.has_tests == 'true'"
+    assert workflow["jobs"]["report"]["if"] == (
+        "always() && needs.select.outputs.duplicate != 'true'"
+    )
 
 
 def test_report_job_calls_back_in_progress_first_then_waits_then_completed(
@@ -65,7 +83,7 @@ def test_report_job_calls_back_in_progress_first_then_waits_then_completed(
     report = workflow["jobs"]["report"]
     # It starts right after select, so that queue time ends when the run starts.
     assert report["needs"] == "select"
-    assert report["if"] == "always()"
+    assert report["if"].startswith("always()")
     steps = report["steps"]
     runs = [step.get("run", "") for step in steps]
     started = next(i for i, run in enumerate(runs) if "ci callback --status in_progress" in run)

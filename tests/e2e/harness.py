@@ -73,9 +73,8 @@ class WorkflowHost:
 
     def _watch(self) -> None:
         while not self._stop.is_set():
-            with self.github.lock:
-                new = self.github.dispatches[self._seen :]
-                self._seen += len(new)
+            new = self.github.dispatches_since(self._seen)
+            self._seen += len(new)
             for dispatch in new:
                 self.runs.append(self._start(dispatch, len(self.runs) + 1))
             time.sleep(0.05)

@@ -8,6 +8,9 @@ Two upstream PRs, both labelled for an L3 backend: one that only extends a test
 backend's add fails it). Every hop is asserted: webhook accepted, dispatch sent in
 CRCR's format with a callback token, the workflow's steps, the callbacks, the check
 runs on the upstream head SHAs, the dashboard rows, cells and selection reports.
+GitHub answers the first dispatch after the relay's timeout, so it is dispatched
+twice (at least once): the second run is told "duplicate" at its claim and stops, and
+everything downstream of it still happens once.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import yaml
 
 from spyre_ci.ci.demo import DemoUpstream, build_demo_upstream
 from tests.e2e.harness import HostedRun, WorkflowHost
-from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github import FakeGitHub, Fault
 from tests.support.fake_github_results import FakeResultsAPI
 from tests.support.fake_oidc import FakeOidcIssuer
 from tests.support.relay_server import RelayServer, free_port, post_webhook, served_relay_config
@@ -38,6 +41,7 @@ BACKEND = "acme/torch-spyre"  # L3 for the `spyre` device
 LABEL = "ciflow/crcr/spyre"
 CHECK_NAME = f"crcr/{BACKEND}/upstream-dispatch/report"
 RUN_TIMEOUT = 150.0
+GITHUB_TIMEOUT = 2.0  # the relay's; the first dispatch is answered later than that
 
 
 @dataclass
@@ -70,6 +74,8 @@ def loop(tmp_path: Path) -> Iterator[Loop]:
     demo = build_demo_upstream(tmp_path / "demo", repo_name=UPSTREAM)
     results = FakeResultsAPI()
     with FakeOidcIssuer() as oidc, FakeGitHub(routers=(results.router,)) as github:
+        # Recorded, but answered after the relay gave up: the relay sends it again.
+        github.inject(Fault.slow(GITHUB_TIMEOUT + 1.5, path="/dispatches", count=1))
         port = free_port()
         config = served_relay_config(
             tmp_path,
@@ -77,6 +83,7 @@ def loop(tmp_path: Path) -> Iterator[Loop]:
             github_url=github.url,
             oidc_url=oidc.url,
             poll_interval_seconds=0.1,
+            github={"timeout_seconds": GITHUB_TIMEOUT},
             upstream_repo=UPSTREAM,
             public_url=f"http://127.0.0.1:{port}",
         )
@@ -111,7 +118,8 @@ def _workflow_steps() -> list[tuple[str, str]]:
 
 
 def _run_for(runs: list[HostedRun], delivery: str) -> HostedRun:
-    (run,) = [r for r in runs if r.delivery_id == delivery]
+    """The run that owns `delivery`'s dispatch (a duplicate run stops after its claim)."""
+    (run,) = [r for r in runs if r.delivery_id == delivery and "not run: duplicate" not in r.log()]
     return run
 
 
@@ -122,6 +130,9 @@ def _completed_job(loop: Loop, pr: int) -> dict[str, Any]:
         return jobs[0] if jobs else None
 
     job: dict[str, Any] = wait_until(done, 30, f"the completed job of PR #{pr} on the dashboard")
+    # One result per PR, though one of the two was dispatched twice.
+    page = loop.api(f"/api/crcr/pr/{pr}")
+    assert [len(b["jobs"]) for b in page["backends"]] == [1], page
     return job
 
 
@@ -134,8 +145,9 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
         )
         assert answer.status_code == 202, answer.text
 
-    # 2. The relay dispatches to the backend in CRCR's format, with a callback token.
-    wait_until(lambda: len(loop.github.dispatches) >= 2, 30, "two repository_dispatch calls")
+    # 2. The relay dispatches to the backend in CRCR's format, with a callback token; the
+    #    dispatch answered late is sent again (at least once).
+    wait_until(lambda: len(loop.github.dispatches) >= 3, 60, "three repository_dispatch calls")
     by_delivery = {d.client_payload["delivery_id"]: d for d in loop.github.dispatches}
     assert set(by_delivery) == {"e2e-good", "e2e-bad"}
     for delivery, sha in (("e2e-good", demo.good_sha), ("e2e-bad", demo.bad_sha)):
@@ -146,11 +158,17 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
         assert payload["payload"]["pull_request"]["head"]["sha"] == sha
         assert payload["callback_token"].startswith("crt1.")
 
-    # 3. The fake GitHub ran the workflow for each: every step succeeded.
-    runs = loop.host.wait_for_runs(2, timeout=RUN_TIMEOUT)
+    # 3. The fake GitHub ran the workflow for each dispatch: every step succeeded; the
+    #    second run of the dispatch sent twice was told duplicate at its claim, and stopped.
+    runs = loop.host.wait_for_runs(3, timeout=RUN_TIMEOUT)
     for run in runs:
         assert run.process.returncode == 0, run.log() + run.step_logs()
     good_run, bad_run = _run_for(runs, "e2e-good"), _run_for(runs, "e2e-bad")
+    (duplicate,) = [r for r in runs if r not in (good_run, bad_run)]
+    duplicate_steps = sorted((duplicate.workdir / "run" / "logs").glob("*.log"))
+    assert [p.stem.split("-", 1)[1] for p in duplicate_steps] == ["select-claim"]
+    owner = good_run if duplicate.delivery_id == "e2e-good" else bad_run
+    assert f"belongs to run {owner.run_id} attempt 1" in duplicate.log(), duplicate.log()
     # ... the workflow file's steps, job by job (the API wait is GitHub-only: the legs ran).
     executed = [
         p.stem.split("-", 1)[1] for p in sorted((good_run.workdir / "run" / "logs").glob("*.log"))

@@ -154,6 +154,17 @@ def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
     assert policy.exhausted(5) and not policy.exhausted(4)
 
 
+def test_by_default_a_job_is_given_up_after_a_day_of_failures_not_a_count() -> None:
+    policy = RetryPolicy()
+    assert policy.max_attempts is None and policy.retry_window_seconds == 86400
+    assert not policy.exhausted(10_000, failing_for=86399.0)
+    assert policy.exhausted(2, failing_for=86400.0)
+    # The default backoff stays capped: a job retried over a day waits at most 10 minutes.
+    assert policy.backoff(500, rand=lambda: 1.0) == 600.0
+    window = RetryPolicy(max_attempts=None, retry_window_seconds=60)
+    assert window.exhausted(1, failing_for=60.0) and not window.exhausted(1, failing_for=59.0)
+
+
 def test_retry_after_then_ratelimit_reset_are_honoured() -> None:
     now = 1_800_000_000.0
     assert server_wait({"Retry-After": "42"}, now) == 42

@@ -108,16 +108,22 @@ def test_retry_then_dead_letter_then_requeue(store: Store) -> None:
             tx, kind="dispatch", target="o/r", body={}, dedupe_key="k", delivery_id="d1", now=1.0
         )
     [job] = claim(store, owner="w", kinds=["dispatch"], now=1.0, lease_seconds=5)
-    assert retry_later(store, job, owner="w", error="502", next_attempt_at=60.0)
+    assert job.first_failed_at is None
+    assert retry_later(store, job, owner="w", error="502", now=2.0, next_attempt_at=60.0)
     assert claim(store, owner="w", kinds=["dispatch"], now=59.0, lease_seconds=5) == []
     [job] = claim(store, owner="w", kinds=["dispatch"], now=60.0, lease_seconds=5)
+    assert job.first_failed_at == 2.0  # the first failure's time, kept across retries
+    assert retry_later(store, job, owner="w", error="503", now=61.0, next_attempt_at=61.0)
+    [job] = claim(store, owner="w", kinds=["dispatch"], now=61.0, lease_seconds=5)
+    assert job.first_failed_at == 2.0
     assert dead_letter(store, job, owner="w", error="gave up", now=61.0)
     [dead] = list_dead_letters(store)
-    assert (dead["job_id"], dead["attempts"], dead["last_error"]) == (job.job_id, 2, "gave up")
+    assert (dead["job_id"], dead["attempts"], dead["last_error"]) == (job.job_id, 3, "gave up")
     assert queue_stats(store, now=62.0).dead_letters == 1
     assert requeue_dead_letters(store, now=70.0) == 1
     [back] = claim(store, owner="w", kinds=["dispatch"], now=70.0, lease_seconds=5)
-    assert (back.job_id, back.attempts) == (job.job_id, 1)
+    # Requeued: fresh attempts and a fresh retry window.
+    assert (back.job_id, back.attempts, back.first_failed_at) == (job.job_id, 1, None)
     assert list_dead_letters(store) == []
 
 
@@ -160,11 +166,18 @@ def test_prune_keeps_recent_rows_and_deliveries_with_pending_work(store: Store) 
             delivery_id="old-pending",
             now=0.0,
         )
+        for delivery_id, at in (("old", 0.0), ("new", 5 * day)):
+            tx.execute(
+                "INSERT INTO dispatch_claims (delivery_id, repo, run_id, run_attempt, claimed_by,"
+                " claimed_at) VALUES (?, 'o/r', 1, 1, 'claim', ?)",
+                (delivery_id, at),
+            )
     counts = prune(store, older_than=5 * day - 3 * day)
-    assert counts["deliveries"] == 1
+    assert counts["deliveries"] == 1 and counts["dispatch_claims"] == 1
     with store.transaction(write=False) as tx:
         left = {r["delivery_id"] for r in tx.fetchall("SELECT delivery_id FROM deliveries")}
-    assert left == {"old-pending", "new"}
+        claims = {r["delivery_id"] for r in tx.fetchall("SELECT delivery_id FROM dispatch_claims")}
+    assert left == {"old-pending", "new"} and claims == {"new"}
 
 
 def test_bad_store_url_names_the_expected_forms() -> None:

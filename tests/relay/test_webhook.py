@@ -262,3 +262,109 @@ def test_store_locked_past_the_timeout_answers_503(tmp_path, allowlist) -> None:
             ).status_code
             == 202
         )
+
+
+# --- signed bodies GitHub would never send: 4xx naming the fault, nothing stored ------
+
+
+def _pr_with(**changes: object) -> dict[str, object]:
+    payload: dict[str, object] = json.loads(fixture_body("pull_request.synchronize"))
+    for dotted, value in changes.items():
+        node = payload
+        *parents, last = dotted.split("__")
+        for part in parents:
+            node = node[part]  # type: ignore[assignment]
+        node[last] = value
+    return payload
+
+
+def _encoded(payload: dict[str, object], encoding: str = "utf-8") -> bytes:
+    return json.dumps(payload, ensure_ascii=False).encode(encoding, errors="surrogatepass")
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (_encoded(_pr_with(), "utf-16"), "UTF-16"),
+        (_encoded(_pr_with(), "utf-32-le"), "UTF-16/UTF-32"),
+        (b"\xef\xbb\xbf" + _encoded(_pr_with()), "byte order mark"),
+        (_encoded(_pr_with(), "latin-1").replace(b"}", b"\xe9}", 1), "not UTF-8"),
+        (_encoded(_pr_with(number=2**63)), "field number is out of range"),
+        (_encoded(_pr_with(number=-(2**63) - 1)), "field number is out of range"),
+        (_encoded(_pr_with(pull_request__head__sha="abc\x00")), "pull_request.head.sha"),
+        (_encoded(_pr_with(action="synchronize\x00")), "field action contains"),
+        (_encoded(_pr_with(action="\x1b[31m")), "U+001B"),
+        (json.dumps(_pr_with(pull_request__title="\ud800")).encode(), "pull_request.title"),
+        (_encoded(_pr_with(pull_request__title="x")).replace(b'"x"', b"NaN"), "NaN"),
+        (_encoded(_pr_with(sender="@")).replace(b'"@"', b"[" * 100 + b"]" * 100), "sender"),
+        (_encoded(_pr_with(sender="@")).replace(b'"@"', b"[" * 50000 + b"]" * 50000), "deep"),
+    ],
+    ids=[
+        "utf-16",
+        "utf-32",
+        "bom",
+        "latin-1",
+        "number-2**63",
+        "number-below-bigint",
+        "nul-in-head-sha",
+        "nul-in-action",
+        "escape-in-action",
+        "lone-surrogate",
+        "nan",
+        "nested-100",
+        "nested-50000",
+    ],
+)
+def test_a_signed_body_github_would_not_send_is_a_400_naming_the_fault(
+    relay: InProcessRelay, body: bytes, named: str
+) -> None:
+    answer = httpx.post(
+        f"{relay.url}/github/webhook",
+        content=body,
+        headers=signed_headers("pull_request", body, delivery_id="odd"),
+        timeout=10,
+    )
+    assert answer.status_code == 400, answer.text
+    assert named in answer.json()["error"]
+    assert _rows(relay, "SELECT delivery_id FROM deliveries") == []
+    assert _rows(relay, "SELECT job_id FROM outbox") == []
+
+
+@pytest.mark.parametrize("delivery_id", ["a b", "x" * 201, "é"])
+def test_a_delivery_id_that_cannot_key_the_store_is_a_400_naming_the_header(
+    relay: InProcessRelay, delivery_id: str
+) -> None:
+    body = fixture_body("push")
+    headers = {**signed_headers("push", body), "X-GitHub-Delivery": delivery_id}
+    answer = httpx.post(
+        f"{relay.url}/github/webhook",
+        content=body,
+        headers={k.encode(): v.encode("latin-1") for k, v in headers.items()},
+        timeout=10,
+    )
+    assert answer.status_code == 400 and "X-GitHub-Delivery" in answer.json()["error"]
+    assert _rows(relay, "SELECT delivery_id FROM deliveries") == []
+
+
+def test_odd_but_valid_content_in_fields_the_relay_only_carries_is_dispatched_unchanged(
+    dispatching_relay_each_store: InProcessRelay, fake_github: object
+) -> None:
+    """NUL and control characters, emoji, big integers and deep (within the limit)
+    nesting where the relay stores nothing of its own: accepted, stored and sent as is."""
+    relay = dispatching_relay_each_store
+    deep: object = "leaf"
+    for _ in range(40):
+        deep = [deep]
+    payload = _pr_with(
+        pull_request__body="line\x00one\x1b\x07 \U0001f600 \ufeff",
+        pull_request__id=2**70,
+        pull_request__milestone={"nested": deep},
+    )
+    body = json.dumps(payload).encode()
+    answer = post_webhook(relay.url, "pull_request", body, delivery_id="odd-but-valid")
+    assert answer.status_code == 202, answer.text
+    worker = relay.worker()
+    while worker.run_once(limit=10):
+        pass
+    sent = [d.client_payload for d in fake_github.dispatches]  # type: ignore[attr-defined]
+    assert len(sent) == 3 and all(p["payload"] == payload for p in sent)

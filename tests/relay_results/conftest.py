@@ -18,6 +18,15 @@ def oidc() -> Iterator[FakeOidcIssuer]:
         yield issuer
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def each_store_url(request: pytest.FixtureRequest) -> str | None:
+    """The store of a `ResultsLoop`: None (its own SQLite file), then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture
 def results_api() -> FakeResultsAPI:
     return FakeResultsAPI()

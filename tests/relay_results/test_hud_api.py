@@ -71,3 +71,34 @@ def test_a_relay_without_keys_accepts_no_rows(
 ) -> None:
     with ResultsLoop(tmp_path, github, oidc) as loop:
         assert _post(loop, record()).status_code == 404
+
+
+def _crcr_forward(url: str, record: dict, headers: dict[str, str]) -> tuple[int, dict]:
+    """The request as CRCR's relay writes it (test-infra ``utils/hud.py`` ``forward_to_hud``):
+    urllib, the JSON body encoded as UTF-8, Content-Type plus the key header."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(record).encode("utf-8"),
+        headers={"Content-Type": "application/json", **headers},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, json.loads(response.read())
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-hud-internal-bot": "k-new"},  # CRCR since pytorch/test-infra#8143
+        {"Authorization": "k-old"},  # CRCR before it: the key as a bare Authorization value
+    ],
+    ids=["x-hud-internal-bot", "bare-authorization"],
+)
+def test_a_crcr_written_client_is_accepted_with_either_header(
+    loop: ResultsLoop, headers: dict[str, str]
+) -> None:
+    status, answer = _crcr_forward(f"{loop.url}/api/crcr/results", record(), headers)
+    assert (status, answer["stored"], answer["key"]) == (200, True, "acme/l2/d-1/wf/job/7")
+    assert [r["key"] for r in loop.rows("SELECT key FROM hud_rows")] == ["acme/l2/d-1/wf/job/7"]

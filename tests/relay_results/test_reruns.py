@@ -24,10 +24,12 @@ def _report(loop: ResultsLoop, delivery: str, repo: str, run_id: int, job: str) 
 def loop(tmp_path: Path, github: FakeGitHub, oidc: FakeOidcIssuer) -> Iterator[ResultsLoop]:
     with ResultsLoop(tmp_path, github, oidc) as running:
         delivery = running.webhook("pull_request.opened")
+        # The same head SHA dispatched again (a second delivery): a second run reports.
+        again = running.webhook("pull_request.opened")
         running.drain()
         _report(running, delivery, "acme/l4", 700, "test (1/2)")
         _report(running, delivery, "acme/l4", 700, "test (2/2)")
-        _report(running, delivery, "acme/l4", 701, "lint")
+        _report(running, again, "acme/l4", 701, "lint")
         _report(running, delivery, "acme/l2", 800, "test")  # L2: no check runs, no re-runs
         running.drain()
         yield running

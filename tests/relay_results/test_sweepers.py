@@ -171,11 +171,15 @@ def test_a_run_that_ended_without_reporting_is_completed_failure_at_once(
     callbacks = hud.callback_settings()
     with ResultsLoop(tmp_path, github, oidc, callbacks=callbacks) as loop:
         delivery = loop.webhook("pull_request.opened")
+        other = loop.webhook("pull_request.opened")  # another delivery, another run
         loop.drain()
         payload = loop.client_payload(delivery, "acme/l4")
-        for run_id, job in [(100, "stuck"), (200, "other run")]:
+        for run_id, job, sent in [
+            (100, "stuck", payload),
+            (200, "other run", loop.client_payload(other, "acme/l4")),
+        ]:
             answer = loop.callback(
-                "acme/l4", payload, status="in_progress", run_id=run_id, job_name=job
+                "acme/l4", sent, status="in_progress", run_id=run_id, job_name=job
             )
             assert answer.status_code == 200, answer.text
         loop.drain()

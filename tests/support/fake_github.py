@@ -17,6 +17,7 @@ What it plays:
   unprocessed once it disconnects; a client still waiting after max(seconds, 30) s gets
   the normal answer), `Fault.slow(seconds)` (answers after `seconds`),
   optionally limited to paths containing `path` and to `count` requests.
+- Outage: while `fake.down` is true every request is answered 503 (recorded, not processed).
 - Every request is recorded in `fake.requests` (method, path, headers, json, at).
 
 Other tests add endpoints (check runs, re-runs, hook deliveries) with
@@ -140,6 +141,7 @@ class FakeGitHub:
         self.requests: list[Received] = []
         self.dispatches: list[Dispatch] = []
         self.faults: list[Fault] = []
+        self.down = False  # an outage: every request answered 503
         self.installation_tokens: dict[str, tuple[str, float]] = {}  # token -> (repo, expires_at)
         self.installations: dict[int, str] = {}
         self.tokens_issued = 0
@@ -159,6 +161,12 @@ class FakeGitHub:
         """(delivery_id, repo) of every accepted dispatch, in arrival order (duplicates kept)."""
         with self.lock:
             return [(d.client_payload.get("delivery_id", ""), d.repo) for d in self.dispatches]
+
+    def dispatches_since(self, seen: int) -> list[Dispatch]:
+        """The dispatches accepted after the first `seen` ones (for watchers that start a
+        workflow run per dispatch)."""
+        with self.lock:
+            return self.dispatches[seen:]
 
     def start(self) -> FakeGitHub:
         # lifespan off: the fake's app has no startup work
@@ -288,6 +296,10 @@ class FakeGitHub:
             )
             with fake.lock:
                 fake.requests.append(entry)
+                down = fake.down
+            if down:
+                entry.status = 503
+                return JSONResponse({"message": "Service Unavailable"}, status_code=503)
             fault = fake._take_fault(request.url.path)
             if fault is not None and fault.kind == "timeout":
                 # No answer until the client gives up, however slow it is to do so: a test

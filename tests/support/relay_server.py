@@ -58,18 +58,24 @@ def served_relay_config(
     oidc_url: str,
     callbacks: dict[str, Any] | None = None,
     poll_interval_seconds: float = 0.05,
+    github: dict[str, Any] | None = None,
     **fields: Any,
 ) -> Path:
     """Config of a relay served with its worker against the fake GitHub (token auth, no
     pacing) and the fake OIDC issuer; `allowlist` is written next to it, `callbacks` adds
-    callback settings and `fields` further top-level keys."""
+    callback settings, `github` GitHub settings and `fields` further top-level keys."""
     allowlist_path = directory / "allowlist.yml"
     allowlist_path.write_text(allowlist, encoding="utf-8")
     issuers = [{"kind": "github_actions", "issuer": oidc_url}]
     return write_relay_config(
         directory,
         allowlist={"source": str(allowlist_path)},
-        github={"api_url": github_url, "token": "test-token", "min_write_interval_seconds": 0},
+        github={
+            "api_url": github_url,
+            "token": "test-token",
+            "min_write_interval_seconds": 0,
+            **(github or {}),
+        },
         worker={"poll_interval_seconds": poll_interval_seconds},
         extra={"callbacks": {"oidc_issuers": issuers, **(callbacks or {})}},
         **fields,
@@ -111,15 +117,18 @@ def fixture_body(name: str) -> bytes:
 class _Process:
     args: list[str]
 
-    def __init__(self, config: Path, log_dir: Path | None = None) -> None:
+    def __init__(
+        self, config: Path, log_dir: Path | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.config = config
         self.log_path = (
             log_dir or config.parent
         ) / f"{type(self).__name__}-{uuid.uuid4().hex[:6]}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env = env or {}  # added to the process's environment
 
     def _spawn(self) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "spyre_ci", "relay", *self.args],
@@ -155,8 +164,9 @@ class RelayServer(_Process):
         port: int | None = None,
         log_dir: Path | None = None,
         log_level: str = "warning",
+        env: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(config, log_dir)
+        super().__init__(config, log_dir, env)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.args = [

@@ -89,6 +89,7 @@ class ResultsLoop:
         github_config: dict[str, Any] | None = None,
         targets: list[dict[str, Any]] | None = None,
         clock_start: float | None = None,
+        worker: dict[str, Any] | None = None,
     ) -> None:
         self.github = github
         self.oidc = oidc
@@ -108,7 +109,10 @@ class ResultsLoop:
                     "min_write_interval_seconds": 0,
                     **(github_config or {"token": "test-token"}),
                 },
-                "worker": {"backoff_base_seconds": 1.0, "max_attempts": 5},
+                # `worker={}`: the relay's default retry policy (a day of retries).
+                "worker": {"backoff_base_seconds": 1.0, "max_attempts": 5}
+                if worker is None
+                else worker,
                 "public_url": "http://relay.test",
                 "targets": targets or [],
                 "extra": {"callbacks": settings},

@@ -70,6 +70,7 @@ _KIND_WORDS: tuple[tuple[str, str], ...] = (
     ("wait", "report"),
     ("download", "artifacts"),
     ("fetch the selection", "artifacts"),
+    ("claim", "plan"),  # claiming the dispatch for this run (spyre-ci ci claim) plans it
     ("plan", "plan"),
     ("select", "select"),
     ("run shard", "test"),

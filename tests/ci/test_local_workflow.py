@@ -82,13 +82,14 @@ def test_unknown_upstream_sha_fails_in_checkout_and_reports_its_steps_and_log(
         )  # fmt: skip
         result = run_local_workflow(run)
     assert [(s.job, s.returncode != 0) for s in result.steps] == [
-        ("select-plan", False), ("select-checkout", True), ("report-callback", False),
-        ("report-report", False),
+        ("select-claim", False), ("select-plan", False), ("select-checkout", True),
+        ("report-callback", False), ("report-report", False),
     ]  # fmt: skip
     completed = server.callbacks[-1]
     assert completed["workflow"]["conclusion"] == "failure"
     report = completed["run_report"]
     assert [(s["job"], s["name"], s["kind"], s["outcome"]) for s in report["steps"]] == [
+        ("select", "claim", "plan", "success"),
         ("select", "plan", "plan", "success"),
         ("select", "checkout", "checkout", "failure"),
         ("report", "callback", "report", "success"),

@@ -139,10 +139,13 @@ def test_failed_tests_histories_suspect_range_and_a_flaky_rerun(
         )
         status_a = _status(loop, TEST_A)
 
-        # a re-run (attempt 2) of commit 2 where test A passes: A is flaky, B still fails
-        rerun: dict[str, Any] = {"run_attempt": 2, "check_run_id": 9002}
-        assert loop.callback(REPO, second, status="in_progress", **rerun).status_code == 200
-        flaky = _completed(loop, second, run_report([TEST_B], [TEST_A, TEST_C]), **rerun)
+        # commit 2 again (the PR re-opened: a new dispatch, a new run; a re-run of the same
+        # run reports only through the relay's re-run path, its callback token being
+        # one-shot) where test A passes: A is flaky, B still fails
+        again_2 = _pr_at(loop, SHA_2, number=3)
+        rerun: dict[str, Any] = {"run_id": 9002, "check_run_id": 9002}
+        assert loop.callback(REPO, again_2, status="in_progress", **rerun).status_code == 200
+        flaky = _completed(loop, again_2, run_report([TEST_B], [TEST_A, TEST_C]), **rerun)
         assert flaky.status_code == 200, flaky.text
         after_rerun_a, after_rerun_b = _status(loop, TEST_A), _status(loop, TEST_B)
         loop.drain()
@@ -166,7 +169,7 @@ def test_failed_tests_histories_suspect_range_and_a_flaky_rerun(
     assert suspect is not None and suspect.as_dict()["range"] == f"{SHA_1[:12]}..{SHA_2[:12]}"
     assert status_a["flaky_count"] == 0 and status_a["last_pass_sha"] == SHA_1[:12]
     assert after_rerun_a["flaky_count"] == 1 and after_rerun_a["flaky_sha"] == SHA_2[:12]
-    assert [e.attempt for e in history.decode(after_rerun_a["history"])] == [2, 1, 1]
+    assert [e.code for e in history.decode(after_rerun_a["history"])] == ["p", "f", "p"]
     assert after_rerun_b["flaky_count"] == 0 and after_rerun_b["last_code"] == "f"
     # the HUD gets the compact report: counts and the first failures, no id lists
     hud_report = next(

@@ -46,11 +46,9 @@ def seeded_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededRel
         )
         with RelayServer(config, with_worker=True) as server:
             try:
+                store_url = f"sqlite:///{directory / 'relay.db'}"
                 yield SeededRelay(
-                    server.url,
-                    seed(server.url, issuer, github),
-                    server,
-                    f"sqlite:///{directory / 'relay.db'}",
+                    server.url, seed(server.url, issuer, github, store_url), server, store_url
                 )
             except BaseException:
                 print(server.log())

@@ -18,6 +18,9 @@ DEFAULT_PRIMARY_DTYPES = ("float16", "bfloat16", "float32")
 class DeviceFacts:
     primary_dtypes: tuple[str, ...] = DEFAULT_PRIMARY_DTYPES
     ops_by_aten: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Eager ops are traced and compiled on this device: Python decompositions and meta
+    # kernels then run for every test (capability file `device.eager_ops: compiled`).
+    eager_ops_compiled: bool = False
     source: str = ""
     problem: str = ""
 
@@ -36,5 +39,6 @@ def load_device_facts(path: Path | None = None) -> DeviceFacts:
     return DeviceFacts(
         primary_dtypes=tuple(capabilities.supported_dtypes()),
         ops_by_aten={k: tuple(v) for k, v in by_aten.items()},
+        eager_ops_compiled=capabilities.device.eager_ops == "compiled",
         source=capabilities.source,
     )

@@ -1,4 +1,4 @@
-"""Whether a test template computes gradients, read from its body. Pure.
+"""Whether a test template computes gradients, or traces what it tests, read from its body. Pure.
 
 A derivative formula (`derivatives.yaml`) only runs when a test computes gradients, so
 a derivative change cannot affect a template that never does. The reading is
@@ -11,7 +11,7 @@ not seen (a release wheel ships no `test/`) is assumed to compute them.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from selection.pyast import Symbol
 
@@ -37,14 +37,47 @@ def _mentions_gradients(names: Iterable[str]) -> bool:
     return any(word in name.lower() for name in names for word in GRADIENT_WORDS)
 
 
-def _reading(symbol: Symbol) -> tuple[bool, frozenset[str]]:
-    """Whether the symbol mentions gradients directly, and the names it uses; memoized in
-    the symbol so each symbol's nodes are walked once however many templates reach it."""
-    cached = symbol._cache.get("gradients")
+# What makes a template trace the ops it tests instead of (or besides) running them eagerly:
+# torch.compile / Dynamo, FakeTensor, make_fx / AOT, export, meta tensors. Past a
+# decomposition or meta registration, only tracing runs the registered Python kernel.
+TRACE_NAMES = frozenset(
+    {
+        "compile",
+        "_dynamo",
+        "dynamo",
+        "FakeTensorMode",
+        "FakeTensor",
+        "fake_tensor",
+        "FakeTensorConverter",
+        "CrossRefFakeMode",
+        "make_fx",
+        "aot_function",
+        "aot_module",
+        "aot_autograd",
+        "export",
+        "enable_python_dispatcher",
+        "meta",
+    }
+)
+
+
+def _mentions_tracing(names: Iterable[str]) -> bool:
+    return any(name in TRACE_NAMES for name in names)
+
+
+def _reading(
+    symbol: Symbol, key: str, mentions: Callable[[Iterable[str]], bool]
+) -> tuple[bool, frozenset[str]]:
+    """Whether the symbol mentions what `mentions` looks for, and the names it uses;
+    memoized in the symbol so each symbol's nodes are walked once however many templates
+    reach it."""
+    cached = symbol._cache.get(key)
     if cached is None:
-        names = frozenset(_identifiers(symbol.nodes))
-        cached = (_mentions_gradients(names), names)
-        symbol._cache["gradients"] = cached
+        names = symbol._cache.get("identifiers")
+        if names is None:
+            names = symbol._cache["identifiers"] = frozenset(_identifiers(symbol.nodes))
+        cached = (mentions(names), names)  # type: ignore[arg-type]
+        symbol._cache[key] = cached
     return cached  # type: ignore[return-value]
 
 
@@ -58,8 +91,14 @@ def callable_index(symbols: dict[str, Symbol]) -> dict[str, list[Symbol]]:
     return index
 
 
-def computes_gradients(template: Symbol | None, callables: dict[str, list[Symbol]]) -> bool | None:
-    """True or False for a template whose body is `template`; None when it was not seen."""
+def _reaches(
+    template: Symbol | None,
+    callables: dict[str, list[Symbol]],
+    key: str,
+    mentions: Callable[[Iterable[str]], bool],
+) -> bool | None:
+    """Whether the template, or a function or method of its file it reaches by name,
+    mentions it; None when the body was not seen."""
     if template is None:
         return None
     pending, visited = [template], set[int]()
@@ -68,9 +107,20 @@ def computes_gradients(template: Symbol | None, callables: dict[str, list[Symbol
         if id(symbol) in visited:
             continue
         visited.add(id(symbol))
-        mentions, names = _reading(symbol)
-        if mentions:
+        found, names = _reading(symbol, key, mentions)
+        if found:
             return True
         for name in names:
             pending.extend(callables.get(name, ()))
     return False
+
+
+def computes_gradients(template: Symbol | None, callables: dict[str, list[Symbol]]) -> bool | None:
+    """True or False for a template whose body is `template`; None when it was not seen."""
+    return _reaches(template, callables, "gradients", _mentions_gradients)
+
+
+def traces(template: Symbol | None, callables: dict[str, list[Symbol]]) -> bool | None:
+    """Whether the template compiles, fake-tensors, make_fx's or exports what it tests, or
+    runs it on meta tensors (read like `computes_gradients`); None when it was not seen."""
+    return _reaches(template, callables, "traces", _mentions_tracing)

@@ -36,6 +36,7 @@ _FIELDS = (
     "skipped_reason",
     "instantiated",
     "per_device",
+    "traces",
 )
 _TUPLES = ("explicit_dtypes", "allowed_dtypes")
 

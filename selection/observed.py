@@ -18,6 +18,10 @@ JSON artifact (schema `spyre-ci/deps`, version 1):
                 "aten": ["add.Tensor", ...], "functions": ["torch/_refs/__init__.py::add", ...]}]}
 
 `status` is "ok" or an error summary; a pair whose recording failed counts as not recorded.
+A row's `aten` and `functions` are what the eager paths ran (eager, method, in-place,
+out=, backward); optional `compiled_aten` / `compiled_functions`, what only the compiled
+paths ran besides (selection counts those only for tests that trace their op, or on a
+device whose eager ops are compiled).
 Optional (spyre-ci deps record writes them; readers may ignore them): per row `steps`,
 `errors`, `seconds`, `cpu_seconds`; `settings`; `baseline` = {"aten": [...], "functions":
 [...]}, what the recording processes executed in their warm-up before the first pair (lazy
@@ -39,6 +43,13 @@ class BadDepsDocument(ValueError):
     """A deps document that does not follow the schema; the message names the field."""
 
 
+# The per-pair name lists of a row: what the eager paths (eager, method, in-place, out=,
+# backward) ran, and what only the compiled paths (torch.compile, forward and backward) ran
+# besides -- that runs for a test only where it traces its op, or on a device whose eager
+# ops are compiled.
+NAME_LISTS = ("aten", "functions", "compiled_aten", "compiled_functions")
+
+
 @dataclass
 class ObservedMap:
     torch_version: str
@@ -49,62 +60,80 @@ class ObservedMap:
     recorded: set[Pair] = field(default_factory=set)
     by_aten: dict[str, set[Pair]] = field(default_factory=dict)
     by_function: dict[str, set[Pair]] = field(default_factory=dict)
+    compiled_by_aten: dict[str, set[Pair]] = field(default_factory=dict)
+    compiled_by_function: dict[str, set[Pair]] = field(default_factory=dict)
     failed: dict[Pair, str] = field(default_factory=dict)
     baseline_aten: set[str] = field(default_factory=set)
     baseline_functions: set[str] = field(default_factory=set)
 
-    def add(self, pair: Pair, aten: list[str], functions: list[str]) -> None:
+    def tables(self) -> dict[str, dict[str, set[Pair]]]:
+        """Each of NAME_LISTS -> name -> the pairs that ran it."""
+        return {
+            "aten": self.by_aten,
+            "functions": self.by_function,
+            "compiled_aten": self.compiled_by_aten,
+            "compiled_functions": self.compiled_by_function,
+        }
+
+    def add(
+        self,
+        pair: Pair,
+        aten: list[str],
+        functions: list[str],
+        compiled_aten: list[str] = (),  # type: ignore[assignment]
+        compiled_functions: list[str] = (),  # type: ignore[assignment]
+    ) -> None:
         self.recorded.add(pair)
-        for name in aten:
-            self.by_aten.setdefault(name, set()).add(pair)
-        for name in functions:
-            self.by_function.setdefault(name, set()).add(pair)
+        lists = (aten, functions, compiled_aten, compiled_functions)
+        for table, names in zip(self.tables().values(), lists, strict=True):
+            for name in names:
+                table.setdefault(name, set()).add(pair)
 
     def is_recorded(self, pair: Pair) -> bool:
         return pair in self.recorded
 
-    def pairs_running_aten(self, name: str) -> set[Pair]:
-        """Pairs that dispatched this ATen op; "add" (no overload) means any overload of add.
-        What the recording ran in its warm-up may serve every pair."""
-        if name in self.baseline_aten or any(
-            a.split(".", 1)[0] == name for a in self.baseline_aten
+    def pairs_running_aten(self, name: str, compiled: bool = False) -> set[Pair]:
+        """Pairs that dispatched this ATen op (`compiled`: only in the compiled paths); "add"
+        (no overload) means any overload of add. What the recording ran in its warm-up may
+        serve every pair."""
+        if not compiled and (
+            name in self.baseline_aten
+            or any(a.split(".", 1)[0] == name for a in self.baseline_aten)
         ):
             return set(self.recorded)
+        table = self.compiled_by_aten if compiled else self.by_aten
         if "." in name:
-            return set(self.by_aten.get(name, ()))
+            return set(table.get(name, ()))
         found: set[Pair] = set()
-        for aten, pairs in self.by_aten.items():
+        for aten, pairs in table.items():
             if aten.split(".", 1)[0] == name:
                 found |= pairs
         return found
 
-    def pairs_running_function(self, path: str, qualname: str) -> set[Pair]:
-        """Pairs that executed the function; one run in the warm-up may serve every pair."""
+    def pairs_running_function(self, path: str, qualname: str, compiled: bool = False) -> set[Pair]:
+        """Pairs that executed the function (`compiled`: only in the compiled paths); one run
+        in the warm-up may serve every pair."""
         name = f"{path}::{qualname}"
-        if name in self.baseline_functions:
+        if not compiled and name in self.baseline_functions:
             return set(self.recorded)
-        return set(self.by_function.get(name, ()))
+        table = self.compiled_by_function if compiled else self.by_function
+        return set(table.get(name, ()))
 
     def to_document(self) -> dict[str, Any]:
-        aten_of: dict[Pair, list[str]] = {p: [] for p in self.recorded}
-        functions_of: dict[Pair, list[str]] = {p: [] for p in self.recorded}
-        for name, pairs in self.by_aten.items():
-            for pair in pairs:
-                aten_of[pair].append(name)
-        for name, pairs in self.by_function.items():
-            for pair in pairs:
-                functions_of[pair].append(name)
-        rows = [
-            {
-                "database": p[0],
-                "op": p[1],
-                "dtype": p[2],
-                "status": "ok",
-                "aten": sorted(aten_of[p]),
-                "functions": sorted(functions_of[p]),
-            }
-            for p in sorted(self.recorded)
-        ]
+        names_of: dict[str, dict[Pair, list[str]]] = {}
+        for key, table in self.tables().items():
+            per_pair: dict[Pair, list[str]] = {p: [] for p in self.recorded}
+            for name, pairs in table.items():
+                for pair in pairs:
+                    per_pair[pair].append(name)
+            names_of[key] = per_pair
+        rows: list[dict[str, Any]] = []
+        for p in sorted(self.recorded):
+            row: dict[str, Any] = {"database": p[0], "op": p[1], "dtype": p[2], "status": "ok"}
+            for key in NAME_LISTS:
+                if key in ("aten", "functions") or names_of[key][p]:
+                    row[key] = sorted(names_of[key][p])
+            rows.append(row)
         rows += [
             {
                 "database": p[0],
@@ -179,13 +208,13 @@ class ObservedMap:
                 raise BadDepsDocument(f"{where}.{key}: expected a string")
             values.append(value)
         lists = []
-        for key in ("aten", "functions"):
+        for key in NAME_LISTS:
             value = row.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise BadDepsDocument(f"{where}.{key}: expected a list of strings")
             lists.append(value)
         pair: Pair = (values[0], values[1], values[2])
         if values[3] == "ok":
-            self.add(pair, lists[0], lists[1])
+            self.add(pair, *lists)
         else:
             self.failed[pair] = values[3]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from selection.devices import names_other_device
 from selection.dtypes_eval import DtypeEvaluator
-from selection.gradients import callable_index, computes_gradients
+from selection.gradients import callable_index, computes_gradients, traces
 from selection.pyast import Symbol, module_symbols
 
 OPS_DECORATORS = {"ops": "opinfo", "modules": "moduleinfo"}
@@ -52,6 +52,9 @@ class Template:
     refs: frozenset[str] = frozenset()
     # Whether the body (or a helper of its file) computes gradients; None: body not seen.
     computes_gradients: bool | None = None
+    # Whether it traces what it tests (torch.compile, FakeTensor, make_fx, export, meta
+    # tensors): only then do Python decompositions and meta kernels run. None: not known.
+    traces: bool | None = None
 
     @property
     def qualname(self) -> str:
@@ -318,5 +321,6 @@ def parse_test_module(
                 template.symbol = symbols.get(f"{stmt.name}.{item.name}")
                 template.refs = template.symbol.refs if template.symbol else frozenset()
                 template.computes_gradients = computes_gradients(template.symbol, callables)
+                template.traces = traces(template.symbol, callables)
                 module.templates.append(template)
     return module

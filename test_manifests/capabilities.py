@@ -50,6 +50,11 @@ class DeviceFacts(_Strict):
     cores: int = Field(gt=0)
     scratchpad_bytes_per_core: int = Field(gt=0)
     stick_bytes: int = Field(gt=0)
+    # How an eager op runs: "kernels" (a kernel per op: the reference device runs CPU
+    # kernels) or "compiled" (each eager op is traced and compiled, as torch-spyre does):
+    # then Python decompositions and meta kernels run for every test, not only for those
+    # that compile or fake-tensor what they test (what the selection links to them).
+    eager_ops: Literal["kernels", "compiled"] = "kernels"
 
     @property
     def scratchpad_bytes(self) -> int:

@@ -76,7 +76,7 @@ class LinkGraph:
         self.uses: dict[Target, list[Edge]] = {}
         self._seen: set[tuple[Target, Target, str]] = set()
         self._roots: list[Target] = []
-        self._bits: dict[Target, int] | None = None
+        self._bits: dict[Target, tuple[int, int]] | None = None
 
     def add(self, user: Target, used: Target, kind: str, step: Step) -> None:
         user, used = node_of(user), node_of(used)
@@ -91,21 +91,24 @@ class LinkGraph:
         return target in self.users or target in self.uses
 
     # -- which roots reach a node, for all nodes at once ---------------------------------------
-    def root_bits(self, targets: Iterable[Target]) -> int:
-        """The roots that transitively use any of `targets` (under `default_follow`), as a
-        bitset over `roots()`: cheap for every change, where `reach` (with evidence) walks
-        the graph each time."""
+    def root_bits(self, targets: Iterable[Target]) -> tuple[int, int]:
+        """The roots that transitively use any of `targets` (under `default_follow`), as
+        bitsets over the roots: (reached without a registration edge, reached only through
+        one -- those run the registered kernel only where the op is traced). Cheap for every
+        change, where `reach` (with evidence) walks the graph each time."""
         bits = self._root_bits()
-        found = 0
+        plain = registered = 0
         for target in targets:
-            found |= bits.get(node_of(target), 0)
-        return found
+            found = bits.get(node_of(target), (0, 0))
+            plain |= found[0]
+            registered |= found[1]
+        return plain, registered & ~plain
 
     def roots(self, bits: int) -> list[Target]:
         self._root_bits()
         return [root for i, root in enumerate(self._roots) if bits >> i & 1]
 
-    def _root_bits(self) -> dict[Target, int]:
+    def _root_bits(self) -> dict[Target, tuple[int, int]]:
         if self._bits is None:
             self._bits = _propagate(self)
         return self._bits
@@ -114,7 +117,9 @@ class LinkGraph:
         self, starts: Iterable[Link], follow: Follow = default_follow, limit: int = 200_000
     ) -> dict[Target, Link]:
         """Every root (entry, template) that transitively uses a start, with the shortest
-        chain of evidence: the start's own evidence, then one step per edge."""
+        chain of evidence: the start's own evidence, then one step per edge. A root reached
+        both without and only through a registration edge keeps the first (its link's
+        `kinds` then has no "registration": all of the root's instances are reached)."""
         best: dict[tuple[Target, bool], Link] = {}
         queue: deque[tuple[Target, bool]] = deque()
         for link in starts:
@@ -138,31 +143,29 @@ class LinkGraph:
                 )
                 queue.append(nxt)
         found: dict[Target, Link] = {}
-        for (node, _), link in best.items():
-            if node.kind in ROOT_KINDS and (
-                node not in found or len(link.kinds) < len(found[node].kinds)
-            ):
+        for (node, registered), link in best.items():
+            if node.kind in ROOT_KINDS and (not registered or (node, False) not in best):
                 found[node] = link
         return found
 
 
-def _propagate(graph: LinkGraph) -> dict[Target, int]:
-    """Per node, the bitset of roots among its transitive users under the same rules as
-    `reach`: strongly connected components (iterative Tarjan over followed user edges), one
-    pass in topological order of the condensation. Past a registration edge only the
-    entries dispatching to the op count, which needs no traversal."""
+def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:
+    """Per node, the bitsets of roots among its transitive users under the same rules as
+    `reach`: (without a registration edge, through one). Strongly connected components
+    (iterative Tarjan over followed user edges), one pass in topological order of the
+    condensation. Past a registration edge only the entries dispatching to the op count,
+    which needs no traversal."""
     nodes = list(set(graph.users) | set(graph.uses))
     graph._roots = [n for n in nodes if n.kind in ROOT_KINDS]
     own = {root: 1 << i for i, root in enumerate(graph._roots)}
-    after_registration = {
-        n: sum(
-            own.get(e.user, 0)
-            for e in {e.user: e for e in graph.users.get(n, ())}.values()
-            if _follows_after_registration(e) and default_follow(e)
-        )
-        for n in nodes
-        if n.kind == "aten"
-    }
+    after_registration: dict[Target, int] = {}
+    for node in nodes:
+        if node.kind == "aten":
+            bits = 0
+            for edge in graph.users.get(node, ()):
+                if _follows_after_registration(edge) and default_follow(edge):
+                    bits |= own.get(edge.user, 0)
+            after_registration[node] = bits
     users = {
         n: [
             e.user for e in graph.users.get(n, ()) if default_follow(e) and e.kind != "registration"
@@ -171,20 +174,24 @@ def _propagate(graph: LinkGraph) -> dict[Target, int]:
     }
     components = _components(nodes, users)  # reverse topological: users first
     component_of = {n: i for i, comp in enumerate(components) for n in comp}
-    comp_bits: list[int] = []
+    plain: list[int] = []
+    registered: list[int] = []
     for i, comp in enumerate(components):
-        bits = 0
+        bits = via = 0
         for node in comp:
             bits |= own.get(node, 0)
             for edge in graph.users.get(node, ()):
                 if edge.kind == "registration" and default_follow(edge):
-                    bits |= after_registration.get(edge.user, 0)
+                    # an op's kernel: the entries testing the op; an entry's: the entry
+                    via |= after_registration.get(edge.user, own.get(edge.user, 0))
             for user in users[node]:
                 j = component_of[user]
                 if j != i:
-                    bits |= comp_bits[j]
-        comp_bits.append(bits)
-    return {n: comp_bits[component_of[n]] for n in nodes}
+                    bits |= plain[j]
+                    via |= registered[j]
+        plain.append(bits)
+        registered.append(via)
+    return {n: (plain[component_of[n]], registered[component_of[n]]) for n in nodes}
 
 
 def _components(nodes: list[Target], succ: dict[Target, list[Target]]) -> list[list[Target]]:

@@ -71,6 +71,24 @@ class LinkIndex:
     def by_template(self) -> dict[tuple[str, str, str], list[TestInstance]]:
         return self.memo("by_template", self.universe.by_template)
 
+    def traced(self, inst: TestInstance) -> bool:
+        """Does this instance trace its op (so that Python decompositions and meta kernels
+        run)? Every instance on a device whose eager ops are compiled; else those of
+        templates that compile, fake-tensor, make_fx or export it, or whose body is not
+        known (selection.gradients.traces)."""
+        if self.facts.eager_ops_compiled:
+            return True
+
+        def build() -> frozenset[tuple[str, str, str]]:
+            return frozenset(
+                (t.file, t.test_class, t.method)
+                for t in self.universe.templates
+                if t.traces is False
+            )
+
+        eager_only = self.memo("index.eager_only_templates", build)
+        return (inst.file, inst.test_class, inst.template) not in eager_only
+
     def by_pair(self) -> dict[Pair, list[TestInstance]]:
         """Instances by (database, op full name, dtype): how the observed map names them."""
 

@@ -2,8 +2,10 @@
 
 `PythonRefInfo("_refs.abs", torch_opinfo_name="abs")` inherits the OpInfo's arguments
 (samples, dtypes, decorators): the ref entry uses the OpInfo entry. And the OpInfo's op is
-implemented by the reference (registered as its decomposition, run by the ref tests on its
-samples): the OpInfo entry uses the reference function.
+implemented by the reference -- as its Python decomposition, which runs where the op is
+traced -- so the OpInfo entry uses the reference function through a `registration` edge
+(the graph follows it for tests that trace their op only). The ref entry's own tests call
+the reference directly (its default `op`, selection.links.callables).
 """
 
 from __future__ import annotations
@@ -32,5 +34,5 @@ def python_ref_uses(
         Step(entry.path, label, f"inherits the arguments of {parent_label} (torch_opinfo_name)"),
     )
     for target in resolver.resolve_dotted(f"torch.{entry.name}"):
-        step = Step(parent.path, parent_label, f"is implemented by torch.{entry.name} ({label})")
-        yield target, KIND, step
+        how = f"is implemented by torch.{entry.name}, its reference ({label})"
+        yield target, "registration", Step(parent.path, parent_label, how)

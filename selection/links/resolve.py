@@ -1,10 +1,16 @@
 """Resolve an outcome's links to the test instances they reach. Pure.
 
 Static: the link graph's reverse closure from the links' targets up to the roots (entries
-and templates), then the roots' instances. Observed: when a dependency map was recorded for
-the base version and device, a changed function or ATen op reaches every (op, dtype) that
-executed it; for those pairs the recording decides (a recorded pair that did not execute it
-is not reached), pairs without a recording keep the static answer.
+and templates), then the roots' instances. A root reached only through a registration edge
+(a decomposition or meta kernel of the op it tests) reaches only the instances that trace
+their op -- templates that compile, fake-tensor, make_fx or export it (or whose body is not
+known), or every instance on a device whose eager ops are compiled (`LinkIndex.traced`).
+
+Observed: when a dependency map was recorded for the base version and device, a changed
+function or ATen op reaches every (op, dtype) pair that executed it -- in the eager paths,
+or in the compiled path for instances that trace; for recorded pairs the recording decides
+(a recorded pair that did not execute it is not reached), pairs without a recording keep
+the static answer.
 """
 
 from __future__ import annotations
@@ -17,59 +23,69 @@ from selection.model import TestInstance
 from selection.observed import ObservedMap, Pair
 
 OBSERVABLE = ("function", "aten")
+Bits = tuple[int, int]  # (roots reached without a registration edge, only through one)
 
 
 @dataclass
 class Resolution:
     reached: dict[str, tuple[TestInstance, Link]] = field(default_factory=dict)
-    roots: list[Target] = field(default_factory=list)
     observed: int = 0  # instances whose answer came from the recording
     # When the links reach more than `limit` instances: no evidence is walked; the roots
     # reached are `bits` (LinkGraph.root_bits), and `node_ids` materializes them on demand
     # (the caller treats the change as machinery, and many changes share the same roots).
     broad: bool = False
-    bits: int = 0
+    bits: Bits = (0, 0)
     count: int = 0  # instances reached (of those `within`, when given)
 
     def node_ids(self, index: LinkIndex) -> frozenset[str]:
         if not self.broad:
             return frozenset(self.reached)
-        ids = frozenset(
-            i.node_id for root in index.graph.roots(self.bits) for i in _root_instances(root, index)
-        )
+        ids = frozenset(i.node_id for i in _instances_of(self.bits, index))
         return ids | frozenset(self.reached) if self.reached else ids
 
     def add(self, inst: TestInstance, link: Link) -> None:
         self.reached.setdefault(inst.node_id, (inst, link))
 
 
-def _root_instances(root: Target, index: LinkIndex) -> list[TestInstance]:
+def root_instances(root: Target, index: LinkIndex, traced_only: bool = False) -> list[TestInstance]:
     if root.kind == "template":
-        return index.by_template().get((root.path, root.scope, root.name), [])
-    database = "moduleinfo" if root.scope == "moduleinfo" else "opinfo"
-    return [i for i in index.by_op().get(root.full_name, []) if i.database == database]
+        found = index.by_template().get((root.path, root.scope, root.name), [])
+    else:
+        database = "moduleinfo" if root.scope == "moduleinfo" else "opinfo"
+        found = [i for i in index.by_op().get(root.full_name, []) if i.database == database]
+    return [i for i in found if index.traced(i)] if traced_only else found
 
 
-def _count(bits: int, index: LinkIndex, within: frozenset[str] | None, limit: int) -> int:
+def _instances_of(bits: Bits, index: LinkIndex) -> list[TestInstance]:
+    plain, registered = bits
+    found = [i for root in index.graph.roots(plain) for i in root_instances(root, index)]
+    found += [
+        i for root in index.graph.roots(registered) for i in root_instances(root, index, True)
+    ]
+    return found
+
+
+def _count(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: int) -> int:
     """How many instances (of those `within`) a set of roots reaches. Roots overlap (an
     entry's instances and a template's), so the per-root counts (memoized) only bound it
     from above; the exact count, which needs the set of ids, is taken only when that bound
     passes `limit` -- and the set is not kept."""
-    counts: dict[Target, int] = index.memo(f"resolve.counts.{id(within)}", dict)
-    roots = index.graph.roots(bits)
+    counts: dict[tuple[Target, bool], int] = index.memo(f"resolve.counts.{id(within)}", dict)
     bound = 0
-    for root in roots:
-        if root not in counts:
-            instances = _root_instances(root, index)
-            counts[root] = (
-                len(instances)
-                if within is None
-                else sum(1 for i in instances if i.node_id in within)
-            )
-        bound += counts[root]
+    for traced_only, part in ((False, bits[0]), (True, bits[1])):
+        for root in index.graph.roots(part):
+            key = (root, traced_only)
+            if key not in counts:
+                instances = root_instances(root, index, traced_only)
+                counts[key] = (
+                    len(instances)
+                    if within is None
+                    else sum(1 for i in instances if i.node_id in within)
+                )
+            bound += counts[key]
     if bound <= limit:
         return bound
-    ids = {i.node_id for root in roots for i in _root_instances(root, index)}
+    ids = {i.node_id for i in _instances_of(bits, index)}
     return len(ids & within if within is not None else ids)
 
 
@@ -77,16 +93,6 @@ def _pair(inst: TestInstance) -> Pair | None:
     if inst.op is None or inst.dtype is None:
         return None
     return (inst.database, inst.op, inst.dtype)
-
-
-def _observed_pairs(observed: ObservedMap, targets: list[Target]) -> set[Pair]:
-    pairs: set[Pair] = set()
-    for target in targets:
-        if target.kind == "function":
-            pairs |= observed.pairs_running_function(target.path, target.name)
-        else:
-            pairs |= observed.pairs_running_aten(target.name)
-    return pairs
 
 
 def resolve(
@@ -114,12 +120,11 @@ def resolve(
             result.broad = True
             return result
     roots = index.graph.reach(through_graph)
-    result.roots = list(roots)
     observed = index.observed
     targets = [link.target for link in through_graph]
     if observed is None or not all(t.kind in OBSERVABLE for t in targets):
         for root, link in roots.items():
-            for inst in _root_instances(root, index):
+            for inst in root_instances(root, index, "registration" in link.kinds):
                 result.add(inst, link)
         return result
     _with_observed(result, roots, observed, targets, through_graph[0], index)
@@ -134,21 +139,35 @@ def _with_observed(
     first: Link,
     index: LinkIndex,
 ) -> None:
-    executed = _observed_pairs(observed, targets)
     for root, link in roots.items():
-        for inst in _root_instances(root, index):
+        for inst in root_instances(root, index, "registration" in link.kinds):
             pair = _pair(inst)
             if pair is None or not observed.is_recorded(pair):
                 result.add(inst, link)  # no recording: the static link stands
-    step = Step(
-        "",
-        "",
-        f"executed when it ran on {observed.device} (recorded, torch {observed.torch_version})",
-    )
-    for pair in sorted(executed):
-        for inst in index.by_pair().get(pair, []):
-            result.add(inst, Link(inst_target(inst), (*first.evidence, step), "observed"))
-            result.observed += 1
+    eager, compiled = _observed_pairs(observed, targets)
+    where = f"on {observed.device} (recorded, torch {observed.torch_version})"
+    for pairs, path, traced_only in ((eager, "ran", False), (compiled, "ran compiled", True)):
+        step = Step("", "", f"executed when it {path} {where}")
+        for pair in sorted(pairs):
+            for inst in index.by_pair().get(pair, []):
+                if traced_only and not index.traced(inst):
+                    continue
+                result.add(inst, Link(inst_target(inst), (*first.evidence, step), "observed"))
+                result.observed += 1
+
+
+def _observed_pairs(observed: ObservedMap, targets: list[Target]) -> tuple[set[Pair], set[Pair]]:
+    """(pairs that executed a target in the eager paths, pairs that did only compiled)."""
+    eager: set[Pair] = set()
+    compiled: set[Pair] = set()
+    for target in targets:
+        if target.kind == "function":
+            eager |= observed.pairs_running_function(target.path, target.name)
+            compiled |= observed.pairs_running_function(target.path, target.name, compiled=True)
+        else:
+            eager |= observed.pairs_running_aten(target.name)
+            compiled |= observed.pairs_running_aten(target.name, compiled=True)
+    return eager, compiled - eager
 
 
 def inst_target(inst: TestInstance) -> Target:

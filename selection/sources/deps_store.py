@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selection.observed import SCHEMA, SCHEMA_VERSION, ObservedMap, Pair
+from selection.observed import NAME_LISTS, SCHEMA, SCHEMA_VERSION, ObservedMap, Pair
 
 _SCHEMA_SQL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,7 +42,7 @@ CREATE INDEX uses_by_name ON uses (name_id);
 """
 _META_KEYS = ("torch_version", "torch_git_version", "device", "recorded_at")
 _JSON_META = ("paths", "settings", "baseline")
-_KINDS = ("aten", "functions")
+_KINDS = NAME_LISTS
 ROW_EXTRAS = ("steps", "errors", "seconds", "cpu_seconds")  # optional numbers per row
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
@@ -130,12 +130,13 @@ def read_document(path: Path) -> dict[str, Any]:
         for pid, kind, name in connection.execute(
             "SELECT uses.pair_id, names.kind, names.name FROM uses JOIN names ON names.id = uses.name_id"
         ):
-            rows[pid][kind].append(name)
+            rows[pid].setdefault(kind, []).append(name)
     finally:
         connection.close()
     for row in rows.values():
-        row["aten"].sort()
-        row["functions"].sort()
+        for kind in NAME_LISTS:
+            if kind in row:
+                row[kind].sort()
     doc: dict[str, Any] = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION}
     doc |= {key: meta.get(key, "") for key in _META_KEYS}
     doc |= {key: meta[key] for key in _JSON_META if meta.get(key) is not None}
@@ -234,7 +235,7 @@ def _observed_from(path: Path) -> ObservedMap:
                 observed.recorded.add(pair)
             else:
                 observed.failed[pair] = status
-        tables = {"aten": observed.by_aten, "functions": observed.by_function}
+        tables = observed.tables()
         names = {nid: (kind, name) for nid, kind, name in connection.execute("SELECT * FROM names")}
         for pid, nid in connection.execute("SELECT pair_id, name_id FROM uses"):
             if pid in pairs:

@@ -46,9 +46,9 @@ class Entries:
 
     def _op_table(self) -> dict[str, Any]:
         if not self._ops:
-            from torch.testing._internal.common_methods_invocations import op_db
+            from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
 
-            for op in op_db:
+            for op in [*op_db, *python_ref_db]:  # "_refs.abs" entries are PythonRefInfos
                 full = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
                 self._ops.setdefault(full, op)
         return self._ops

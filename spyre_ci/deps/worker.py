@@ -23,36 +23,56 @@ import torch
 from spyre_ci.deps import ALL_PATHS
 from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
 from spyre_ci.deps.memos import clear_torch_caches
-from spyre_ci.deps.paths import RunSettings
+from spyre_ci.deps.paths import RunSettings, Step
 from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
 from spyre_ci.deps.symbols import SymbolResolver
+
+# Paths that compile: what only they run is recorded apart (`compiled_*` lists), since it
+# runs for a test only where the test traces its op (or the device compiles eager ops).
+COMPILED_PATHS = frozenset({"compile", "compile_backward"})
+
+
+def _run(steps: list[Step]) -> tuple[int, int]:
+    """(steps run, steps that raised)."""
+    count = errors = 0
+    for result in run_steps(iter(steps)):
+        count += 1
+        errors += bool(result.error)
+    return count, errors
 
 
 def record_pair(
     entries: Entries, pair: Pair, settings: RunSettings, resolver: SymbolResolver
 ) -> dict[str, Any]:
     aten: set[str] = set()
-    calls = PythonCalls()
+    compiled_aten: set[str] = set()
+    calls, compiled_calls = PythonCalls(), PythonCalls()
     clear_torch_caches()  # so memoized code is credited to every pair relying on it
     status, steps, errors = "ok", 0, 0
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
         with aten_ops(aten), python_calls(calls):
-            for result in run_steps(pair_steps(entries, pair, settings)):
-                steps += 1
-                errors += bool(result.error)
+            planned = list(pair_steps(entries, pair, settings))  # samples: every path's
+            steps, errors = _run([s for s in planned if s.path not in COMPILED_PATHS])
+        with aten_ops(compiled_aten), python_calls(compiled_calls):
+            more, more_errors = _run([s for s in planned if s.path in COMPILED_PATHS])
+        steps, errors = steps + more, errors + more_errors
     except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)
         status = error_head(exc)
     if status == "ok" and steps == 0:
         status = "error: no samples"
-    functions = {resolver.resolve(key) for key in calls.code_keys()}
+    ok = status == "ok"
+    functions = {f for key in calls.code_keys() if (f := resolver.resolve(key))}
+    compiled = {f for key in compiled_calls.code_keys() if (f := resolver.resolve(key))}
     return {
         "database": pair[0],
         "op": pair[1],
         "dtype": pair[2],
         "status": status,
-        "aten": sorted(aten) if status == "ok" else [],
-        "functions": sorted(f for f in functions if f) if status == "ok" else [],
+        "aten": sorted(aten) if ok else [],
+        "functions": sorted(functions) if ok else [],
+        "compiled_aten": sorted(compiled_aten - aten) if ok else [],
+        "compiled_functions": sorted(compiled - functions) if ok else [],
         "steps": steps,
         "errors": errors,
         "seconds": round(time.perf_counter() - started, 3),
@@ -124,8 +144,12 @@ def main(argv: list[str] | None = None) -> int:
 def _after_warmup(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """The second recording of the first pair, with what only the first one ran (this
     process's lazy imports and first-use initialisation) as `baseline`."""
+
+    def ran(row: dict[str, Any], kind: str) -> set[str]:
+        return set(row[kind]) | set(row[f"compiled_{kind}"])
+
     second["baseline"] = {
-        kind: sorted(set(first[kind]) - set(second[kind])) for kind in ("aten", "functions")
+        kind: sorted(ran(first, kind) - ran(second, kind)) for kind in ("aten", "functions")
     }
     return second
 

@@ -54,9 +54,10 @@ def edit(library: tuple[UpstreamRepo, Path], path: str, old: str, new: str) -> s
 def test_a_decomposition_helper_reaches_the_op_it_is_registered_for_with_its_evidence(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
+    """Where the op is traced (test_fake), not where it runs its eager kernel (test_out)."""
     head = edit(library, "torch/_decomp/decompositions.py", "x * 0.5", "x / 2")
     state = select(library, head, tmp_path)
-    assert selected(state) == {"test_out_mul_spyre_float16", "test_out_mul_spyre_float32"}
+    assert selected(state) == {"test_fake_mul_spyre_float16", "test_fake_mul_spyre_float32"}
     [cause] = {c for c in map_causes(state)}
     assert cause.basis == "static"
     assert cause.evidence == (
@@ -67,6 +68,30 @@ def test_a_decomposition_helper_reaches_the_op_it_is_registered_for_with_its_evi
     )
 
 
+def test_on_a_device_whose_eager_ops_are_compiled_a_decomposition_reaches_every_test_of_its_op(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    shipped = Path(__file__).parents[2] / "torch_spyre_ref" / "capabilities.yaml"
+    compiled = tmp_path / "capabilities.yaml"
+    compiled.write_text(shipped.read_text().replace("eager_ops: kernels", "eager_ops: compiled"))
+    upstream, manifest = library
+    head = upstream.change("torch/_decomp/decompositions.py", "x * 0.5", "x / 2")
+    options = SelectOptions(
+        from_=upstream.base,
+        to=head,
+        pytorch_repo=upstream.path,
+        manifests=[manifest],
+        cache=tmp_path / "cache",
+        capabilities=compiled,
+    )
+    request, _ = prepare(options)
+    assert selected(run_pipeline(request)) == {
+        f"test_{template}_mul_spyre_{dtype}"
+        for template in ("out", "fake")
+        for dtype in ("float16", "float32")
+    }
+
+
 def test_a_meta_kernel_reaches_the_op_of_every_overload_it_is_registered_for(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
@@ -74,7 +99,7 @@ def test_a_meta_kernel_reaches_the_op_of_every_overload_it_is_registered_for(
         library, "torch/_meta_registrations.py", "a.new_empty(a.shape)", "a.new_empty(a.size())"
     )
     state = select(library, head, tmp_path)
-    assert selected(state) == {"test_out_add_spyre_float16", "test_out_add_spyre_float32"}
+    assert selected(state) == {"test_fake_add_spyre_float16", "test_fake_add_spyre_float32"}
     assert any(
         "@register_meta([aten.add.Tensor, aten.add.out])" in step
         for c in map_causes(state)
@@ -92,10 +117,8 @@ def test_a_python_reference_reaches_its_op_through_the_name_its_factory_infers(
         "torch.where(a <= 0, -a, a)",
     )
     state = select(library, head, tmp_path)
-    assert selected(state) == {
-        "test_out_abs_spyre_float32",
-        "test_unary_abs_spyre_float32",
-    }  # abs is float32-only here (floating_types()); float64 is outside the device's dtypes
+    # abs is float32-only here (floating_types()); float64 is outside the device's dtypes
+    assert selected(state) == {"test_fake_abs_spyre_float32"}
     evidence = [s for c in map_causes(state) for s in c.evidence]
     assert any("aten_op inferred from the name" in s for s in evidence)
 

@@ -3,7 +3,8 @@
 Written here, tiny, in upstream's shapes (never copied): a decomposition registered with
 `register_decomposition(aten.mul.Tensor)`, a meta kernel registered for two overloads, a
 Python reference whose ATen op is inferred from its name by a registering decorator
-factory, `nn.functional` functions calling one another (relu6 is hardtanh under another
+factory, a template that traces what it tests (FakeTensorMode: only there do Python
+decompositions and meta kernels run), `nn.functional` functions calling one another (relu6 is hardtanh under another
 name), a CUDA-only branch, a CUDA-only test decorator, a testing helper that only a module
 no reused test imports uses, and the OpInfo entries and native_functions.yaml entries that
 tie them to tests. `add_library(upstream)` commits them on top of the base and makes that
@@ -178,6 +179,12 @@ NATIVE = """
 """
 
 TEMPLATE_DECORATED = """
+    @ops(op_db)
+    def test_fake(self, device, dtype, op):
+        with FakeTensorMode():
+            for sample in op.sample_inputs(device, dtype):
+                op.op(sample.input, *sample.args)
+
     @with_fast_math(1e-3)
     @dtypes(torch.float16, torch.float32)
     def test_fast_math(self, device, dtype):
@@ -223,6 +230,7 @@ def add_library(upstream: UpstreamRepo, manifest_text: str) -> tuple[str, str]:
     upstream.base = base
     manifest = manifest_text.replace("      - exp\n", "      - exp\n" + SUPPORTED).replace(
         "            - TestCommon::test_plain\n",
-        "            - TestCommon::test_plain\n            - TestCommon::test_fast_math\n",
+        "            - TestCommon::test_plain\n            - TestCommon::test_fast_math\n"
+        "            - TestCommon::test_fake\n",
     )
     return base, manifest

@@ -52,28 +52,42 @@ NAME_LISTS = ("aten", "functions", "compiled_aten", "compiled_functions")
 
 @dataclass
 class ObservedMap:
+    """The recording. Which pairs ran a name is kept as a bitset over the recorded pairs
+    (a recording holds millions of (name, pair) uses: sets of tuples would cost hundreds
+    of megabytes, bitsets a few)."""
+
     torch_version: str
     device: str
     torch_git_version: str = ""
     recorded_at: str = ""
     paths: tuple[str, ...] = ()
-    recorded: set[Pair] = field(default_factory=set)
-    by_aten: dict[str, set[Pair]] = field(default_factory=dict)
-    by_function: dict[str, set[Pair]] = field(default_factory=dict)
-    compiled_by_aten: dict[str, set[Pair]] = field(default_factory=dict)
-    compiled_by_function: dict[str, set[Pair]] = field(default_factory=dict)
     failed: dict[Pair, str] = field(default_factory=dict)
     baseline_aten: set[str] = field(default_factory=set)
     baseline_functions: set[str] = field(default_factory=set)
+    _pairs: list[Pair] = field(default_factory=list, repr=False)
+    _index: dict[Pair, int] = field(default_factory=dict, repr=False)
+    _uses: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {kind: {} for kind in NAME_LISTS}, repr=False
+    )
 
-    def tables(self) -> dict[str, dict[str, set[Pair]]]:
-        """Each of NAME_LISTS -> name -> the pairs that ran it."""
-        return {
-            "aten": self.by_aten,
-            "functions": self.by_function,
-            "compiled_aten": self.compiled_by_aten,
-            "compiled_functions": self.compiled_by_function,
-        }
+    @property
+    def recorded(self) -> frozenset[Pair]:
+        return frozenset(self._pairs)
+
+    def _bit(self, pair: Pair) -> int:
+        index = self._index.get(pair)
+        if index is None:
+            index = self._index[pair] = len(self._pairs)
+            self._pairs.append(pair)
+        return 1 << index
+
+    def _pairs_of(self, bits: int) -> set[Pair]:
+        found: set[Pair] = set()
+        while bits:
+            low = bits & -bits  # one set bit at a time
+            found.add(self._pairs[low.bit_length() - 1])
+            bits ^= low
+        return found
 
     def add(
         self,
@@ -83,14 +97,33 @@ class ObservedMap:
         compiled_aten: list[str] = (),  # type: ignore[assignment]
         compiled_functions: list[str] = (),  # type: ignore[assignment]
     ) -> None:
-        self.recorded.add(pair)
-        lists = (aten, functions, compiled_aten, compiled_functions)
-        for table, names in zip(self.tables().values(), lists, strict=True):
+        bit = self._bit(pair)
+        for kind, names in zip(
+            NAME_LISTS, (aten, functions, compiled_aten, compiled_functions), strict=True
+        ):
+            table = self._uses[kind]
             for name in names:
-                table.setdefault(name, set()).add(pair)
+                table[name] = table.get(name, 0) | bit
+
+    def add_use(self, kind: str, name: str, pair: Pair) -> None:
+        """One name a recorded pair ran (`kind`: one of NAME_LISTS)."""
+        table = self._uses[kind]
+        table[name] = table.get(name, 0) | self._bit(pair)
+
+    def tables(self) -> dict[str, dict[str, set[Pair]]]:
+        """Each of NAME_LISTS -> name -> the pairs that ran it (materialized: for documents
+        and tests; lookups go through the bitsets)."""
+        return {
+            kind: {name: self._pairs_of(bits) for name, bits in table.items()}
+            for kind, table in self._uses.items()
+        }
+
+    @property
+    def by_function(self) -> dict[str, set[Pair]]:
+        return self.tables()["functions"]
 
     def is_recorded(self, pair: Pair) -> bool:
-        return pair in self.recorded
+        return pair in self._index
 
     def pairs_running_aten(self, name: str, compiled: bool = False) -> set[Pair]:
         """Pairs that dispatched this ATen op (`compiled`: only in the compiled paths); "add"
@@ -100,35 +133,36 @@ class ObservedMap:
             name in self.baseline_aten
             or any(a.split(".", 1)[0] == name for a in self.baseline_aten)
         ):
-            return set(self.recorded)
-        table = self.compiled_by_aten if compiled else self.by_aten
+            return set(self._pairs)
+        table = self._uses["compiled_aten" if compiled else "aten"]
         if "." in name:
-            return set(table.get(name, ()))
-        found: set[Pair] = set()
-        for aten, pairs in table.items():
+            return self._pairs_of(table.get(name, 0))
+        bits = 0
+        for aten, found in table.items():
             if aten.split(".", 1)[0] == name:
-                found |= pairs
-        return found
+                bits |= found
+        return self._pairs_of(bits)
 
     def pairs_running_function(self, path: str, qualname: str, compiled: bool = False) -> set[Pair]:
         """Pairs that executed the function (`compiled`: only in the compiled paths); one run
         in the warm-up may serve every pair."""
         name = f"{path}::{qualname}"
         if not compiled and name in self.baseline_functions:
-            return set(self.recorded)
-        table = self.compiled_by_function if compiled else self.by_function
-        return set(table.get(name, ()))
+            return set(self._pairs)
+        return self._pairs_of(
+            self._uses["compiled_functions" if compiled else "functions"].get(name, 0)
+        )
 
     def to_document(self) -> dict[str, Any]:
         names_of: dict[str, dict[Pair, list[str]]] = {}
         for key, table in self.tables().items():
-            per_pair: dict[Pair, list[str]] = {p: [] for p in self.recorded}
+            per_pair: dict[Pair, list[str]] = {p: [] for p in self._pairs}
             for name, pairs in table.items():
                 for pair in pairs:
                     per_pair[pair].append(name)
             names_of[key] = per_pair
         rows: list[dict[str, Any]] = []
-        for p in sorted(self.recorded):
+        for p in sorted(self._pairs):
             row: dict[str, Any] = {"database": p[0], "op": p[1], "dtype": p[2], "status": "ok"}
             for key in NAME_LISTS:
                 if key in ("aten", "functions") or names_of[key][p]:

@@ -81,6 +81,11 @@ class ParsedTrees:
             self.modules[path] = self.parse(path)
         return self.modules[path]
 
+    def release(self, keep: tuple[str, ...] = ()) -> None:
+        """Forget the parsed modules and database parses (but those of `keep`)."""
+        self.modules = {p: m for p, m in self.modules.items() if p in keep}
+        self.databases = {}
+
     def parse(self, path: str) -> ast.Module | None:
         """Parse without keeping the tree (a module already kept is returned as is)."""
         if path in self.modules:

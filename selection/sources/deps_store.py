@@ -232,15 +232,14 @@ def _observed_from(path: Path) -> ObservedMap:
             pair: Pair = (database, op, dtype)
             if status == "ok":
                 pairs[pid] = pair
-                observed.recorded.add(pair)
+                observed.add(pair, [], [])
             else:
                 observed.failed[pair] = status
-        tables = observed.tables()
         names = {nid: (kind, name) for nid, kind, name in connection.execute("SELECT * FROM names")}
         for pid, nid in connection.execute("SELECT pair_id, name_id FROM uses"):
             if pid in pairs:
                 kind, name = names[nid]
-                tables[kind].setdefault(name, set()).add(pairs[pid])
+                observed.add_use(kind, name, pairs[pid])
     finally:
         connection.close()
     return observed

@@ -5,6 +5,7 @@ from __future__ import annotations
 from selection.detect import Detector
 from selection.model import StageReport
 from selection.state import PipelineState
+from selection.upstream import DTYPE_HELPERS
 
 
 class DetectStage:
@@ -18,6 +19,9 @@ class DetectStage:
             request.base, request.head, request.changed_paths, state.file_progress
         )
         state.changes = changes
+        # The base's parsed modules are not read again (the base's dtype helpers excepted):
+        # let the largest (the database files, ~100 MB of AST each) go.
+        request.base_trees.release(keep=(DTYPE_HELPERS,))
         for file in changes.unparseable:
             state.blind_spots.append(
                 f"{file.path} could not be parsed: {file.parse_error} (dependents widened)"

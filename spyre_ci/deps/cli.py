@@ -99,7 +99,7 @@ def _pairs(manifests: tuple[Path, ...], capabilities: Path | None, keep: PairFil
 @click.option(
     "--out", type=_FILE, help="also write the stored map as a JSON artifact (.json or .json.gz)"
 )
-@click.option("--max-samples", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--max-samples", type=click.IntRange(min=1), default=32, show_default=True,
               help="samples per path")  # fmt: skip
 @click.option("--compile-samples", type=click.IntRange(min=0), default=1, show_default=True,
               help="samples through torch.compile (one fresh compilation per pair)")  # fmt: skip

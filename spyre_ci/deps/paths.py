@@ -34,7 +34,7 @@ from spyre_ci.deps.probes import adopt_on_backward
 class RunSettings:
     device: str  # torch._C._get_privateuse1_backend_name()
     compile_backend: str = "spyre"
-    max_samples: int = 4
+    max_samples: int = 32
     compile_samples: int = 1
     seed: int = 0
     paths: tuple[str, ...] = ALL_PATHS

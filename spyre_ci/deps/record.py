@@ -34,7 +34,7 @@ STARTUP_SECONDS = 600.0  # importing torch and the backend, on a loaded 2-core m
 class RecordOptions:
     backend_module: str = "torch_spyre_ref"
     compile_backend: str = "spyre"
-    max_samples: int = 4
+    max_samples: int = 32
     compile_samples: int = 1
     seed: int = 0
     paths: tuple[str, ...] = ()  # empty: every path

@@ -21,7 +21,7 @@ API (torch is imported only by `digest_pairs` and the entry point)::
 
     python -m spyre_ci.deps.truth --pair opinfo:nn.functional.silu:float32 [--pair ...]
         [--pairs-file FILE (JSON list of [database, op, dtype])] [--out FILE.json]
-        [--max-samples 4] [--compile-samples 1] [--paths eager,backward,...]
+        [--max-samples 32] [--compile-samples 1] [--paths eager,backward,...]
         [--backend-module torch_spyre_ref] [--compile-backend spyre] [--seed 0] [--repeat 1]
 
 The entry point writes (to --out, else stdout) `{"torch_file", "torch_version", "device",
@@ -138,7 +138,7 @@ def digest_pairs(
     *,
     backend_module: str = "torch_spyre_ref",
     compile_backend: str = "spyre",
-    max_samples: int = 4,
+    max_samples: int = 32,
     compile_samples: int = 1,
     seed: int = 0,
     paths: Sequence[str] = ALL_PATHS,
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pair", action="append", type=_parse_pair, default=[])
     parser.add_argument("--pairs-file", help="JSON list of [database, op, dtype]; - for stdin")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--max-samples", type=int, default=4)
+    parser.add_argument("--max-samples", type=int, default=32)
     parser.add_argument("--compile-samples", type=int, default=1)
     parser.add_argument("--paths", default=",".join(ALL_PATHS))
     parser.add_argument("--backend-module", default="torch_spyre_ref")

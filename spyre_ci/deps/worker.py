@@ -97,7 +97,7 @@ def parse_settings(argv: list[str] | None = None) -> tuple[argparse.Namespace, R
     parser = argparse.ArgumentParser(prog="python -m spyre_ci.deps.worker")
     parser.add_argument("--backend-module", default="torch_spyre_ref")
     parser.add_argument("--compile-backend", default="spyre")
-    parser.add_argument("--max-samples", type=int, default=4)
+    parser.add_argument("--max-samples", type=int, default=32)
     parser.add_argument("--compile-samples", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--paths", default=",".join(ALL_PATHS))

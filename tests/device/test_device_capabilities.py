@@ -66,9 +66,14 @@ def _with(replace: str, by: str) -> str:
 
 
 def test_errors_name_file_line_and_field() -> None:
+    line = SHIPPED.read_text().splitlines().index("    - name: bfloat16") + 1
     message = _error(_with("    - name: bfloat16", "    - name: bfloat61"))
-    assert message.startswith("caps.yaml:16:") and "dtypes.supported[1]" in message
+    assert message.startswith(f"caps.yaml:{line}:") and "dtypes.supported[1]" in message
     assert "unknown dtype 'bfloat61'" in message
+
+
+def test_eager_ops_is_kernels_or_compiled() -> None:
+    assert "eager_ops" in _error(_with("  eager_ops: kernels", "  eager_ops: interpreted"))
 
 
 def test_unknown_keys_and_missing_fields_are_rejected() -> None:

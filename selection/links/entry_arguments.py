@@ -36,8 +36,11 @@ def argument_uses(
     label = f"{entry.info_class}({entry.full_name!r})"
     call = entry.call
     # dtype lists are evaluated at import: their change is computed by dtype_helpers
-    parts = [call.func, *call.args, *(k.value for k in call.keywords if not is_dtype_field(k.arg))]
-    uses = [use for part in parts for use in uses_in(part, tests=True)]
+    arguments = [*call.args, *(k.value for k in call.keywords if not is_dtype_field(k.arg))]
+    uses = [
+        *uses_in(call.func, tests=True, how="call"),
+        *(use for part in arguments for use in uses_in(part, tests=True, how="argument")),
+    ]
     for use in uses:
         step = Step(entry.path, label, f"passes {'.'.join(use.chain)} (line {use.line})")
         for target in resolver.resolve(summary, "", use.chain):

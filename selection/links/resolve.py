@@ -10,7 +10,9 @@ Observed: when a dependency map was recorded for the base version and device, a 
 function or ATen op reaches every (op, dtype) pair that executed it -- in the eager paths,
 or in the compiled path for instances that trace; for recorded pairs the recording decides
 (a recorded pair that did not execute it is not reached), pairs without a recording keep
-the static answer.
+the static answer. The recording decides only for code it saw run at all: a function no
+recorded pair executed (an `error_inputs_func`, a `ref=`, a branch only later samples take)
+is not known to be unused, so its static links stand.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from selection.links.index import LinkIndex
 from selection.model import TestInstance
 from selection.observed import ObservedMap, Pair
 
-OBSERVABLE = ("function", "aten")
 Bits = tuple[int, int]  # (roots reached without a registration edge, only through one)
 
 
@@ -122,7 +123,7 @@ def resolve(
     roots = index.graph.reach(through_graph)
     observed = index.observed
     targets = [link.target for link in through_graph]
-    if observed is None or not all(t.kind in OBSERVABLE for t in targets):
+    if observed is None or not all(_seen_running(observed, t) for t in targets):
         for root, link in roots.items():
             for inst in root_instances(root, index, "registration" in link.kinds):
                 result.add(inst, link)
@@ -154,6 +155,22 @@ def _with_observed(
                     continue
                 result.add(inst, Link(inst_target(inst), (*first.evidence, step), "observed"))
                 result.observed += 1
+
+
+def _seen_running(observed: ObservedMap, target: Target) -> bool:
+    """Did any recorded pair run it (in any path)? Only then can the recording say which
+    pairs do not."""
+    if target.kind == "function":
+        return bool(
+            observed.pairs_running_function(target.path, target.name)
+            or observed.pairs_running_function(target.path, target.name, compiled=True)
+        )
+    if target.kind == "aten":
+        return bool(
+            observed.pairs_running_aten(target.name)
+            or observed.pairs_running_aten(target.name, compiled=True)
+        )
+    return False
 
 
 def _observed_pairs(observed: ObservedMap, targets: list[Target]) -> tuple[set[Pair], set[Pair]]:

@@ -83,10 +83,12 @@ def summarize(
     return summary
 
 
-def uses_in(node: ast.AST, tests: bool) -> tuple[Use, ...]:
-    """The uses of one expression or statement (e.g. an OpInfo constructor call)."""
+def uses_in(node: ast.AST, tests: bool, how: str = "reference") -> tuple[Use, ...]:
+    """The uses of one expression or statement (e.g. an OpInfo constructor call's
+    argument); `how`: how the node itself is used where it stands ("argument" for a call's
+    argument, so that a class passed there counts as passed)."""
     collector = _UseCollector(tests)
-    collector.collect(node)
+    collector.collect(node, how)
     return tuple(collector.uses)
 
 
@@ -154,10 +156,10 @@ class _UseCollector:
         self.tests = tests
         self.uses: list[Use] = []
 
-    def collect(self, node: ast.AST) -> None:
+    def collect(self, node: ast.AST, how: str = "reference") -> None:
         nodes = for_us([node], self.tests) if has_other_device_code(node, self.tests) else [node]
         for item in nodes:
-            self._visit(item, "reference")
+            self._visit(item, how)
 
     def _visit(self, node: ast.AST, how: str) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

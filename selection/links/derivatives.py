@@ -22,14 +22,37 @@ Derived = dict[str, list[tuple[Target, Step]]]  # aten op (base) -> ops its back
 
 
 def formula_calls(entry: dict[str, Any]) -> list[tuple[str, str]]:
-    """(called name, the formula's field) for each call in an entry's formulas."""
+    """(called name, the formula's field) for each call in an entry's formulas.
+
+    Formulas may sit under `dispatch: {Default: {...}, AutogradNestedTensor: {...}}`: each
+    dispatch key's formulas count (field named `<key>.<input>`). A call to `foo_symint` is
+    a call to the op `foo` (the SymInt overload the C++ API exposes under that name).
+    """
     found: list[tuple[str, str]] = []
-    for field, formula in entry.items():
-        if field in _NOT_FORMULAS or not isinstance(formula, str):
-            continue
+    for field, formula in _formulas(entry):
         for name in _CALL.findall(formula):
-            found.append((name, field))
+            found.append((_op_name(name), field))
     return found
+
+
+def _formulas(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    formulas: list[tuple[str, str]] = []
+    for field, value in entry.items():
+        if field == "dispatch" and isinstance(value, dict):
+            for key, nested in value.items():
+                if isinstance(nested, dict):
+                    formulas.extend(
+                        (f"{key}.{name}", text)
+                        for name, text in nested.items()
+                        if isinstance(text, str) and name not in _NOT_FORMULAS
+                    )
+        elif field not in _NOT_FORMULAS and isinstance(value, str):
+            formulas.append((field, value))
+    return formulas
+
+
+def _op_name(called: str) -> str:
+    return called.removesuffix("_symint")
 
 
 def derivative_uses(

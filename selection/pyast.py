@@ -97,21 +97,44 @@ def _feed(node: object, out: list[str]) -> None:
 
 def normalized_fingerprint(nodes: list[ast.AST]) -> str:
     """A digest of what the nodes do. Import statements are compared as a set (their order
-    is not behaviour the tests can see)."""
+    is not behaviour the tests can see) unless a name they bind is bound by another of the
+    nodes too: then which binding wins depends on the order, and the import keeps its place."""
     digest = hashlib.sha1()
     imports: list[str] = []
+    rebound = _names_bound_twice(nodes)
     for node in nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a bare string statement (module docstring) is documentation
         out: list[str] = []
         _feed(node, out)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not rebound & _bound_names(node):
             imports.append("".join(out))
         else:
             digest.update("".join(out).encode())
     for text in sorted(imports):
         digest.update(text.encode())
     return digest.hexdigest()
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """The module-level names a statement binds (imports, assignments, defs, classes)."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.stmt):
+        return set(_assign_targets(node))
+    return set()
+
+
+def _names_bound_twice(nodes: list[ast.AST]) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for node in nodes:
+        names = _bound_names(node)
+        twice |= seen & names
+        seen |= names
+    return twice
 
 
 def referenced_names(node: ast.AST) -> frozenset[str]:
@@ -198,7 +221,11 @@ def _class_symbols(node: ast.ClassDef, source: _Source) -> list[Symbol]:
     others = [s for s in node.body if s not in methods]
     header = copy.copy(node)
     header.body = others or [ast.Pass()]
-    head_text = source.lines[node.lineno - 1] if node.lineno - 1 < len(source.lines) else ""
+    # The header is the decorators, the `class X(bases):` lines (however many) and the
+    # body statements that are not methods.
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+    body_start = (node.body[0].lineno - 1) if node.body else node.lineno
+    head_text = "\n".join(source.lines[first : max(body_start, node.lineno)])
     header_hash = _hash_text(head_text, *(source.segment(s) for s in others))
     symbols = [Symbol(node.name, "class", header_hash, [header], node.lineno)]
     for method in methods:

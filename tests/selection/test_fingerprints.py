@@ -1,0 +1,36 @@
+"""What counts as the same code: the fingerprint the Detect stage compares module-level
+statements by. Reordering imports is not a change, unless the order decides a binding."""
+
+from __future__ import annotations
+
+import ast
+
+from selection.pyast import normalized_fingerprint
+
+
+def fingerprint(source: str) -> str:
+    return normalized_fingerprint(list(ast.parse(source).body))
+
+
+def test_reordered_imports_of_different_names_are_the_same_code() -> None:
+    assert fingerprint("import os\nfrom math import pi\n") == fingerprint(
+        "from math import pi\nimport os\n"
+    )
+
+
+def test_reordered_imports_binding_the_same_name_are_a_change() -> None:
+    """The later import wins: `sqrt` is numpy's in one order and math's in the other."""
+    assert fingerprint("from math import sqrt\nfrom numpy import sqrt\n") != fingerprint(
+        "from numpy import sqrt\nfrom math import sqrt\n"
+    )
+
+
+def test_an_import_moved_past_an_assignment_of_its_name_is_a_change() -> None:
+    assert fingerprint("from math import pi\npi = 3\n") != fingerprint(
+        "pi = 3\nfrom math import pi\n"
+    )
+
+
+def test_a_docstring_is_not_code_and_other_statements_keep_their_order() -> None:
+    assert fingerprint('"""Doc."""\nx = 1\n') == fingerprint('"""Other doc."""\nx = 1\n')
+    assert fingerprint("x = 1\ny = x\n") != fingerprint("y = x\nx = 1\n")

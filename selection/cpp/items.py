@@ -78,12 +78,14 @@ class CppItem:
 
     def uses(self, name: str, target: str, op_api: frozenset[str]) -> bool:
         """Does this definition reach `name`, a definition of kind `target` ("function",
-        "method:<Class>", "type", "any")? A function is reached by a call, its address or
+        "method:<Class>", "type", "any", "op": an ATen op's C++ API)? A function is reached by a call, its address or
         being passed along, not by a variable of the same name; `x.name(` only reaches a
         method (of a class this definition names); `at::name(` of an op's API goes through
         the dispatcher (an op, not this function)."""
         if name not in self.refs:
             return False
+        if target == "op":  # the op's API: `at::add(`, `at::add_out(`, `self.add(`
+            return name in self.dispatched or name in self.members
         if name in self.dispatched and name not in op_api:
             return True
         if target.startswith("method:"):

@@ -11,6 +11,9 @@ indexes of selection.cpp.native_index:
 - it is a `TORCH_LIBRARY_IMPL(aten, <our key>)` binding -> the bound op;
 - it is a FunctionsManual helper a derivatives.yaml formula calls -> that entry's op
   (gradient only);
+an op reached is a name to follow in turn: definitions calling its C++ API (`at::add(`,
+`at::add_out(`, `self.add(`: through the dispatcher, which runs the changed kernel) are
+callers like any other, so a composite kernel calling the op reaches its own op;
 and every op reached is followed once more into the derivative formulas that call it by
 name (`gelu_backward` in gelu's formula: gelu's gradients run the changed kernel).
 Edges are by name, so the reach may be more than the truth, never less, up to `MAX_VISITED`
@@ -60,6 +63,7 @@ class _Walk:
     via_name: dict[Node, str] = field(default_factory=dict)
     result: CppReach = field(default_factory=CppReach)
     seen_ops: set[str] = field(default_factory=set)
+    op_nodes: list[Node] = field(default_factory=list)  # ops reached, to follow next
 
     def chain(self, node: Node) -> tuple[Step, ...]:
         steps: list[Step] = []
@@ -76,6 +80,20 @@ class _Walk:
             return
         self.seen_ops.add(op)
         self.result.ops.append(OpReach(op, (*self.chain(node), step), gradient_only))
+        if not gradient_only:
+            self._follow_op(node, op, step)
+
+    def _follow_op(self, node: Node, op: str, step: Step) -> None:
+        """The op becomes a node whose users are the callers of its C++ API."""
+        base = op.split(".", 1)[0]
+        op_node = (step.path, f"op:{base}")
+        if op_node in self.parent:
+            return
+        api = tuple(n for n in (base, f"{base}_out", f"{base}_outf", f"{base}_symint")
+                    if n in self.native.op_api)  # fmt: skip
+        self.items[op_node] = CppItem(op_node[1], op, base, "op", 0, "", defines=api[1:])
+        self.parent[op_node] = (node, step)
+        self.op_nodes.append(op_node)
 
 
 def reach_ops(
@@ -97,6 +115,7 @@ def reach_ops(
         if len(walk.items) >= max_visited:
             walk.result.truncated = True
             break
+        level, walk.op_nodes = [*level, *walk.op_nodes], []
         level = _callers(walk, level)
     _formula_hop(walk)
     walk.result.visited = len(walk.items)
@@ -139,6 +158,8 @@ def _target_kind(item: CppItem) -> str:
     """How users reach a definition (CppItem.uses)."""
     if item.kind in ("function", "impl", "meta", "invocation"):
         return f"method:{item.owner}" if item.method else "function"
+    if item.kind == "op":
+        return "op"
     return "type" if item.kind == "class" else "any"
 
 
@@ -147,6 +168,8 @@ def _how(item: CppItem, used: str) -> str:
         return f"registers {used} for {item.name} ({item.dispatch_key})"
     if item.kind == "library":
         return f"binds {used}"
+    if used in item.dispatched:
+        return f"calls at::{used} (the op, through the dispatcher)"
     return f"calls {used}" if used in item.calls else f"uses {used}"
 
 

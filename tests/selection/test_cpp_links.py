@@ -105,6 +105,23 @@ def test_changed_cpu_kernel_reaches_its_op_through_the_dispatch_stub(upstream: C
     assert (reached.no_effect, reached.canary, reached.blind_spots) == ("", "", [])
 
 
+def test_a_kernel_reaches_the_composite_ops_that_call_its_op_through_the_dispatcher(
+    upstream: CppUpstream,
+) -> None:
+    """frobnicate (CompositeImplicitAutograd) calls at::mul: its tests run mul's CPU kernel."""
+    calling = upstream.change(COMPOSITE, "out.mul_(2);", "out = at::mul(out, out);")
+    head = upstream.change(BINARY_KERNEL, "return a * b;", "return b * a;", on=calling)
+    run = Linked(upstream, head, base_sha=calling)
+    _, reached = run.only()
+    assert {link.target.name for link in reached.links} == {"mul.out", "mul.Tensor", "frobnicate"}
+    assert evidence(reached, "frobnicate")[-4:] == [
+        f"{NATIVE_FUNCTIONS}:mul.out dispatch CPU: mul_out",
+        f"{COMPOSITE}:at::native::frobnicate_impl calls at::mul (the op, through the dispatcher)",
+        f"{COMPOSITE}:at::native::frobnicate calls frobnicate_impl",
+        f"{NATIVE_FUNCTIONS}:frobnicate no dispatch: CompositeImplicitAutograd kernel frobnicate",
+    ]
+
+
 def test_changed_structured_impl_reaches_every_overload_of_its_group(upstream: CppUpstream) -> None:
     head = upstream.change(
         BINARY_OPS, "add_stub(device_type(), *this, alpha);", "add_stub(kCPU, *this, alpha);"

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 from collections import Counter
 from collections.abc import Callable
 
 from selection.cpp.detect import detect_cpp_file, is_cpp_path
 from selection.devices import names_other_device
 from selection.dtypes_eval import DtypeEvaluator
+from selection.links.registrations import (
+    is_registration_module,
+    namespace_aliases,
+    registrations_in,
+)
 from selection.model import (
     ChangeKind,
     ChangeSet,
@@ -38,23 +45,22 @@ def diff_symbols(
     skip: Callable[[str], bool] = lambda _n: False,
 ) -> list[SymbolChange]:
     """Symbols added, removed or changed in behaviour (see selection.pyast); a change is
-    other-device-only when the symbol is named for another device or when it vanishes once
-    another device's code is left out (in test code, `cpu`/`meta` code too)."""
+    other-device-only when it vanishes once another device's code is left out (in test
+    code, `cpu`/`meta` code too)."""
     tests = path.startswith(("test/", "torch/testing/"))
     changes: list[SymbolChange] = []
     for name in sorted(set(old) | set(new)):
         if skip(name):
             continue
-        device_named = any(names_other_device(part) for part in name.split("."))
+        # A name is not a device: `tf32_on_and_off` wraps tests on every device. Only code
+        # that cannot run here (python.for_us) makes a change another device's.
         if name not in old:
-            changes.append(SymbolChange(path, name, ChangeKind.added, device_named))
+            changes.append(SymbolChange(path, name, ChangeKind.added))
         elif name not in new:
-            changes.append(SymbolChange(path, name, ChangeKind.removed, device_named))
+            changes.append(SymbolChange(path, name, ChangeKind.removed))
         elif not same_code(old[name], new[name]):
             same_for_us = same_code_for_us(old[name], new[name], tests)
-            changes.append(
-                SymbolChange(path, name, ChangeKind.modified, device_named or same_for_us)
-            )
+            changes.append(SymbolChange(path, name, ChangeKind.modified, same_for_us))
     return changes
 
 
@@ -160,6 +166,25 @@ def diff_databases(
                     EntryChange(database, name, variant, ChangeKind.modified, path, tuple(fields))
                 )
     return changes
+
+
+def _with_registrations(
+    path: str, changes: list[SymbolChange], old: dict[str, Symbol], tree: ast.Module | None
+) -> list[SymbolChange]:
+    """A removed function's registrations (the ops it was a decomposition or meta kernel
+    of): nothing in the head links to it any more, yet those ops are traced differently."""
+    removed = {c.qualname for c in changes if c.kind == ChangeKind.removed}
+    if not removed or tree is None:
+        return changes
+    aliases = namespace_aliases(tree)
+    ops: dict[str, list[str]] = {}
+    for op, function, _how, _line in registrations_in(path, old, aliases):
+        if function in removed:
+            ops.setdefault(function, []).append(op)
+    return [
+        dataclasses.replace(c, registers=tuple(ops[c.qualname])) if c.qualname in ops else c
+        for c in changes
+    ]
 
 
 def _is_db_list(qualname: str) -> bool:
@@ -281,6 +306,8 @@ class Detector:
             error = self.base.errors.get(path) or self.head.errors.get(path)
             return FileChange(path, kind, error or "could not be read")
         found = diff_symbols(path, old, new)
+        if is_registration_module(path):
+            found = _with_registrations(path, found, old, self.base.parse(path))
         if key is not None and self.cache is not None:
             self.cache.put(key, found)
         changes.symbols.extend(found)

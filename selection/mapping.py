@@ -191,6 +191,12 @@ class Mapper:
             self._canary(Cause("map", "canary", summary), resolution)
             return
         self.result.observed_instances += resolution.observed
+        if not resolution.reached:  # every static link was a recorded pair that ran none of it
+            self.result.no_effect.append(
+                f"{detect.summary}: linked statically, but no recorded (op, dtype) pair ran it "
+                f"({resolution.count} instances ruled out by the recording)"
+            )
+            return
         for inst, link in resolution.reached.values():
             self._hit(inst, detect, map_cause(outcome.kind, link))
 

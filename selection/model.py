@@ -38,7 +38,10 @@ class SymbolChange:
     path: str
     qualname: str
     kind: ChangeKind
-    other_device_only: bool = False  # only code guarded for / named after another device changed
+    other_device_only: bool = False  # only code for another device changed (see python.for_us)
+    # A removed (or added) function's registrations as a Python kernel of ATen ops
+    # (selection.links.registrations): removing one changes how those ops are traced.
+    registers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

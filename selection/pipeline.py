@@ -25,7 +25,7 @@ from selection.observed import ObservedMap
 from selection.sources import repo as repo_source
 from selection.sources.analysis_cache import AnalysisCache
 from selection.sources.deps_artifact import BadArtifact, read_artifact
-from selection.sources.deps_store import load_observed
+from selection.sources.deps_store import load_observed, public_version
 from selection.sources.mirror import Mirror
 from selection.sources.release_tests import (
     ReleaseTestSource,
@@ -232,6 +232,20 @@ def base_torch_version(base: Revision, trees: ParsedTrees) -> str:
     return found.group(1) if found else ""
 
 
+def _check_serves(path: Path, observed: ObservedMap, version: str, device: str) -> None:
+    """A map recorded on another device, or on another release than the base, would
+    decide links it knows nothing about."""
+    if observed.device != device:
+        raise BadInput(
+            f"--deps {path}: recorded on device {observed.device!r}, not {device!r} (--device-name)"
+        )
+    if version and public_version(observed.torch_version) != public_version(version):
+        raise BadInput(
+            f"--deps {path}: recorded on torch {observed.torch_version}, "
+            f"but the base is torch {version}"
+        )
+
+
 def _observed(
     options: SelectOptions, base: Revision, trees: ParsedTrees
 ) -> tuple[ObservedMap | None, str]:
@@ -245,6 +259,7 @@ def _observed(
             observed = ObservedMap.from_document(read_artifact(path))
         except BadArtifact as exc:
             raise BadInput(f"--deps {path}: {exc}") from exc
+        _check_serves(path, observed, base_torch_version(base, trees), device)
         return (
             observed,
             f"recorded dependencies: {path} (torch {observed.torch_version} on {observed.device})",

@@ -58,6 +58,17 @@ def _method_fallback(
 CONSTRUCTING = ("call", "decorator")
 
 
+def device_uses_of(
+    summary: ModuleSummary, qualname: str, resolver: Resolver
+) -> Iterator[tuple[Target, Step]]:
+    """(used target, evidence) for each use of one symbol in code only another device runs
+    (selection.python.summary.ModuleSummary.device_uses)."""
+    for use in summary.device_uses.get(qualname, ()):
+        step = Step(summary.path, qualname, f"{_describe(use)} on another device's path only")
+        for target in resolver.resolve(summary, qualname, use.chain):
+            yield target, step
+
+
 def uses_of(
     summary: ModuleSummary,
     qualname: str,

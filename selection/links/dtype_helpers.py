@@ -46,8 +46,12 @@ def _base_database(index: LinkIndex) -> OpDatabase:
     return index.memo("dtype_helpers.base_database", build)
 
 
+UNKNOWN = "*"  # a side that cannot be evaluated: any dtype may be new
+
+
 def gained(index: LinkIndex, device: str) -> dict[str, list[TestInstance]]:
-    """Per entry, the instances of the dtypes it gains with the head's helpers."""
+    """Per entry, the instances of the dtypes it gains with the head's helpers (all of its
+    instances when either side cannot be evaluated statically)."""
 
     def build() -> dict[str, list[TestInstance]]:
         base = _base_database(index)
@@ -55,7 +59,11 @@ def gained(index: LinkIndex, device: str) -> dict[str, list[TestInstance]]:
         for entry in index.db.entries.values():
             added = _added(index.db, base, entry, device)
             if added:
-                instances = [i for i in index.by_op().get(entry.full_name, []) if i.dtype in added]
+                instances = [
+                    i
+                    for i in index.by_op().get(entry.full_name, [])
+                    if UNKNOWN in added or i.dtype in added
+                ]
                 if instances:
                     found[entry.full_name] = instances
         return found
@@ -67,10 +75,10 @@ def _added(head: OpDatabase, base: OpDatabase, entry: DbEntry, device: str) -> s
     added: set[str] = set()
     for method in (OpDatabase.supported_dtypes, OpDatabase.backward_dtypes):
         after, before = method(head, entry, device), method(base, entry, device)
-        if after is not None and before is not None:
-            added |= set(after) - set(before)
-        elif after is not None and before is None:
-            added |= set(after)  # could not be evaluated before: every dtype may be new
+        if after is None or before is None:  # not evaluable statically: cannot tell
+            added.add(UNKNOWN)
+            continue
+        added |= set(after) - set(before)
     return added
 
 
@@ -97,7 +105,7 @@ class DtypeHelperLinks:
             links.append(Link(target, (Step(change.path, change.qualname, str(change.kind)),)))
         if not links:
             return Outcome(
-                no_effect=f"{label}: every entry's dtype lists evaluate as before, "
-                "and no reused test calls it at run time"
+                no_effect=f"{label}: no entry gains a dtype (a lost dtype's instances no longer "
+                "exist), and no reused test calls it at run time"
             )
         return Outcome(links=links, kind="entry-dtypes")

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Iterator
 
 from selection.links.base import Step, Target
 from selection.links.callables import callable_uses
-from selection.links.calls import TENSOR_MODULE, uses_of
+from selection.links.calls import TENSOR_MODULE, device_uses_of, uses_of
 from selection.links.derivatives import Derived, derivative_uses
 from selection.links.dispatch import dispatch_uses
 from selection.links.entry_arguments import argument_uses, entry_target
 from selection.links.graph import LinkGraph
 from selection.links.python_refs import python_ref_uses
-from selection.links.registrations import is_registration_module
+from selection.links.registrations import inferred_op, is_registration_module
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.native_yaml import NativeYamlError, parse_entries
 from selection.opinfo_db import DbEntry
@@ -146,7 +146,7 @@ class Explorer:
                 summary = self.summary(path)
                 if summary is None:
                     continue
-                for op, function, how, line in summary.registrations:
+                for op, function, how, line in [*summary.registrations, *self._imported(summary)]:
                     base = op.split(".", 1)[0]
                     if base in self.aten_ops:
                         step = Step(path, function, f"{how} (line {line})")
@@ -154,6 +154,18 @@ class Explorer:
                         found.setdefault(base, []).append((target, step))
             self._registered = found
         return self._registered
+
+    def _imported(self, summary: ModuleSummary) -> list[tuple[str, str, str, int]]:
+        """Registrations by a registering decorator factory another module defines
+        (`_make_elementwise_unary_reference`, imported into `torch/_refs/special`)."""
+        found = []
+        for function, chain, how, line in summary.pending_registrations:
+            for target in self.resolver.resolve(summary, function, chain):
+                defining = self.summary(target.path) if target.kind == "function" else None
+                if defining is not None and target.name in defining.inferring_factories:
+                    op = inferred_op(summary.path, function)
+                    found.append((op, function, f"{how} (aten_op inferred from the name)", line))
+        return found
 
     def derived(self) -> Derived:
         if self._derived is None:
@@ -193,6 +205,8 @@ class Explorer:
             if summary is not None and node.name in summary.kinds:
                 tensor = self.summary(TENSOR_MODULE)
                 yield from uses_of(summary, node.name, self.resolver, tensor, self.methods_of)
+                for used, step in device_uses_of(summary, node.name, self.resolver):
+                    self.graph.add_device_use(used, step)
         elif node.kind == "entry":
             yield from self._entry_out(self._entries.get(node))
         elif node.kind == "template":

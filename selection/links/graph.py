@@ -74,6 +74,8 @@ class LinkGraph:
     def __init__(self) -> None:
         self.users: dict[Target, list[Edge]] = {}
         self.uses: dict[Target, list[Edge]] = {}
+        # uses in code only another device runs, by the target used (never followed)
+        self.device_users: dict[Target, list[Step]] = {}
         self._seen: set[tuple[Target, Target, str]] = set()
         self._roots: list[Target] = []
         self._bits: dict[Target, tuple[int, int]] | None = None
@@ -86,6 +88,9 @@ class LinkGraph:
         edge = Edge(user, used, kind, step)
         self.users.setdefault(used, []).append(edge)
         self.uses.setdefault(user, []).append(edge)
+
+    def add_device_use(self, used: Target, step: Step) -> None:
+        self.device_users.setdefault(node_of(used), []).append(step)
 
     def __contains__(self, target: Target) -> bool:
         return target in self.users or target in self.uses

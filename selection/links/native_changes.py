@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
-from selection.model import ChangeKind, NativeChange
+from selection.model import NativeChange
 
 
 class NativeLinks:
@@ -24,8 +24,6 @@ class NativeLinks:
             summary += ": " + ", ".join(change.fields[:4])
         if change.other_device_only:
             return Outcome(no_effect=f"{summary}: only another device's dispatch changed")
-        if change.kind == ChangeKind.removed:
-            return Outcome(no_effect=f"{summary}: removed (its users changed too, and are mapped)")
         path = f"{change.source}.yaml"
         how = ", ".join(change.fields[:4]) or str(change.kind)
         step = Step(path, change.op, how)

@@ -37,6 +37,23 @@ REGISTRATION_PREFIXES = (
 Registration = tuple[str, str, str, int]  # (aten op, function, how, line)
 
 
+def namespace_aliases(tree: ast.Module) -> set[str]:
+    """Names a module binds to the ATen op namespace: `aten = torch.ops.aten` (or
+    `torch._ops.ops.aten`), `from torch.ops import aten`."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and chain_of(node.value)[-2:] == ("ops", "aten")
+        ):
+            found.add(node.targets[0].id)
+        elif isinstance(node, ast.ImportFrom) and node.module in ("torch.ops", "torch._ops.ops"):
+            found.update(a.asname or a.name for a in node.names if a.name == "aten")
+    return found
+
+
 def is_registration_module(path: str) -> bool:
     return path.endswith(".py") and path.startswith(REGISTRATION_PREFIXES)
 
@@ -96,8 +113,20 @@ def _opts_out(deco: ast.Call) -> bool:
     )
 
 
+def inferred_op(path: str, function: str) -> str:
+    """The op a registering factory infers for `function` of module `path`, as upstream's
+    `get_aten_op` does: its name, prefixed with the module's path below `torch/_refs`
+    (`torch/_refs/special/__init__.py::i0e` -> `special_i0e`)."""
+    below = path.removesuffix(".py").removesuffix("/__init__")
+    if not below.startswith("torch/_refs"):
+        return function
+    parts = below.removeprefix("torch/_refs").strip("/").split("/")
+    prefix = "_".join(p for p in parts if p)
+    return f"{prefix}_{function}" if prefix else function
+
+
 def _decorator_ops(
-    deco: ast.expr, function: str, aliases: Collection[str], factories: set[str]
+    deco: ast.expr, function: str, aliases: Collection[str], factories: set[str], path: str = ""
 ) -> list[tuple[str, str]]:
     """(aten op, how) registered by one decorator of `function`."""
     text = ast.unparse(deco)
@@ -110,10 +139,40 @@ def _decorator_ops(
     ops = _aten_ops(deco, aliases)
     if ops:
         return [(op, f"@{text}") for op in ops]
-    given = {k.arg for k in deco.keywords}
-    if chain and chain[-1] in factories and "aten_op" not in given and not _opts_out(deco):
-        return [(function, f"@{text} (aten_op inferred from the name)")]
+    if chain and chain[-1] in factories and infers(deco):
+        return [(inferred_op(path, function), f"@{text} (aten_op inferred from the name)")]
     return []
+
+
+def infers(deco: ast.Call) -> bool:
+    """A call of a registering factory that leaves the op to be inferred."""
+    given = {k.arg for k in deco.keywords}
+    return "aten_op" not in given and not _opts_out(deco)
+
+
+def pending_factory_calls(
+    symbols: dict[str, Symbol], aliases: Collection[str]
+) -> list[tuple[str, tuple[str, ...], str, int]]:
+    """Decorators that may be a registering factory imported from another module:
+    (function, the decorator's chain, its text, line), resolved once the factory's module is
+    known (selection.links.explore: `inferring_factories` of the module it resolves to)."""
+    local = _inferring_factories(symbols)
+    found = []
+    for qualname, symbol in symbols.items():
+        node = symbol.nodes[0] if symbol.nodes else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or "." in qualname:
+            continue
+        for deco in node.decorator_list:
+            if not isinstance(deco, ast.Call) or _aten_ops(deco, aliases) or not infers(deco):
+                continue
+            chain = chain_of(deco.func)
+            if chain and chain[-1] not in local:
+                found.append((qualname, chain, f"@{ast.unparse(deco)}", deco.lineno))
+    return found
+
+
+def inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
+    return _inferring_factories(symbols)
 
 
 def _module_level(
@@ -146,7 +205,7 @@ def registrations_in(
         node = symbol.nodes[0] if symbol.nodes else None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "." not in qualname:
             for deco in node.decorator_list:
-                for op, how in _decorator_ops(deco, qualname, aliases, factories):
+                for op, how in _decorator_ops(deco, qualname, aliases, factories, path):
                     found.append((op, qualname, how, deco.lineno))
     module = symbols.get(MODULE_SYMBOL)
     for stmt in module.nodes if module is not None else []:

@@ -10,9 +10,10 @@ Observed: when a dependency map was recorded for the base version and device, a 
 function or ATen op reaches every (op, dtype) pair that executed it -- in the eager paths,
 or in the compiled path for instances that trace; for recorded pairs the recording decides
 (a recorded pair that did not execute it is not reached), pairs without a recording keep
-the static answer. The recording decides only for code it saw run at all: a function no
-recorded pair executed (an `error_inputs_func`, a `ref=`, a branch only later samples take)
-is not known to be unused, so its static links stand.
+the static answer. The recording decides only for code it saw run at all -- a function no
+recorded pair executed (an `error_inputs_func`, a `ref=`, a branch only later samples take,
+a decorator factory or constant used at import) is not known to be unused, so its static
+links stand -- and only for what entries reach: a template's own code is never recorded.
 """
 
 from __future__ import annotations
@@ -143,8 +144,10 @@ def _with_observed(
     for root, link in roots.items():
         for inst in root_instances(root, index, "registration" in link.kinds):
             pair = _pair(inst)
-            if pair is None or not observed.is_recorded(pair):
-                result.add(inst, link)  # no recording: the static link stands
+            # The recording runs an entry's samples and callables, never a template's body:
+            # what a template reaches, and pairs without a recording, keep the static link.
+            if root.kind == "template" or pair is None or not observed.is_recorded(pair):
+                result.add(inst, link)
     eager, compiled = _observed_pairs(observed, targets)
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
     for pairs, path, traced_only in ((eager, "ran", False), (compiled, "ran compiled", True)):

@@ -65,6 +65,8 @@ def subsystem_of(path: str) -> str | None:
 
 
 def is_other_device_package(path: str) -> bool:
-    """`torch/cuda/...`, `torch/backends/cudnn/...`: a package named for another device (a
-    module merely named so, like common_cuda.py, is analysed symbol by symbol)."""
-    return any(names_other_device(part) for part in path.split("/")[:-1])
+    """`torch/cuda/...`, `torch/mps/...`: a device's own top-level package of torch. Not
+    `torch/backends/cudnn` (library code on every device reads its flags) nor a module
+    merely named so (common_cuda.py): those are analysed symbol by symbol."""
+    parts = path.split("/")
+    return len(parts) > 2 and parts[0] == "torch" and names_other_device(parts[1])

@@ -7,15 +7,22 @@
   canary aimed at the tests that reach the module (database files, test files and the
   machinery: every reused test).
 - Any other changed or removed symbol: the function itself, resolved through the link graph
-  (callers, entries, registrations, ...). A library symbol no reused test reaches is a blind
-  spot covered by a canary aimed at what reaches its module (the stratified canary when
-  nothing does); a testing helper no reused test reaches affects nothing.
-- An added symbol (or module) is reached only by code that changed to use it, and a removed
-  one only by code that changed to stop using it: both are mapped on their own.
+  (callers, entries, registrations, ...). One that reused code calls only on another
+  device's path (under `if x.is_cuda:`) has no effect here. A library symbol no reused test
+  reaches is a blind spot covered by a canary aimed at what reaches its module (the
+  stratified canary when nothing does); a testing helper no reused test reaches affects
+  nothing.
+- A test class's header reaches every template of the class; a database op list
+  (`unary_ufuncs = [...]`), the templates parametrized over it.
+- An added symbol nothing in the head reaches is reached only by code that changed to use
+  it (mapped on its own); one that something reaches (a new decomposition registered for an
+  op) is linked. A removed one is reached only by code that changed to stop using it, unless
+  it was registered as an op's kernel: then that op is linked.
 """
 
 from __future__ import annotations
 
+import ast
 from collections import deque
 
 from selection.links.base import Link, Outcome, Step, Target
@@ -23,6 +30,7 @@ from selection.links.index import LinkIndex
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
 from selection.pyast import MODULE_SYMBOL
+from selection.templates import TestModule
 from selection.upstream import INTERNAL, is_database_file
 
 MACHINERY_FILES = (
@@ -106,6 +114,46 @@ def subsystem_outcome(subsystem: str, label: str, index: LinkIndex) -> Outcome:
     )
 
 
+def _templates_using(change: SymbolChange, index: LinkIndex) -> list[Link]:
+    """A test class's header (class attributes, bases: every template of the class runs
+    with them), or an op list a template is parametrized over (`unary_ufuncs = [...]`: its
+    membership is what the template runs) -> those templates."""
+    found: list[Link] = []
+    for template in index.universe.templates:
+        if template.file == change.path and template.test_class == change.qualname:
+            how = "is the class of the template (its attributes and bases)"
+        elif template.op_list is not None and change.qualname in _op_list_names(
+            template.op_list, index.universe.modules.get(template.file)
+        ):
+            how = f"is the op list {ast.unparse(template.op_list)} the template runs over"
+        else:
+            continue
+        target = Target.template(template.file, template.test_class, template.method)
+        found.append(Link(target, (Step(change.path, change.qualname, how),)))
+    return found
+
+
+def _names(node: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+    }
+
+
+def _op_list_names(node: ast.expr, module: TestModule | None) -> set[str]:
+    """The names an op-list expression uses, through the test file's own list definitions
+    (`binary_ufuncs_with_references = list(filter(..., binary_ufuncs))`)."""
+    local = module.local_names if module is not None else {}
+    found: set[str] = set()
+    pending = [node]
+    while pending:
+        for name in _names(pending.pop()):
+            if name not in found:
+                found.add(name)
+                if name in local:
+                    pending.append(local[name])
+    return found
+
+
 class SymbolLinks:
     name = "symbol"
 
@@ -129,22 +177,51 @@ class SymbolLinks:
                 canary=f"{label}: instantiation machinery, reached by nearly every instance",
                 kind="canary",
             )
-        if change.kind == ChangeKind.added:
-            return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
         if change.kind == ChangeKind.removed:
-            return Outcome(
-                no_effect=f"{label}: removed (its former users changed too, and are mapped)"
-            )
+            return self._removed(change, label)
+        templates = _templates_using(change, index)
+        if templates:
+            return Outcome(links=templates, kind="template")
+        if change.kind == ChangeKind.added and not self._linked(target, index):
+            return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
         if change.qualname == MODULE_SYMBOL:
             return self._module_level(change, label, index, test_code)
         if target in index.graph:
             step = Step(change.path, change.qualname, f"{change.kind}")
             return Outcome(links=[Link(target, (step,))], kind=kind)
+        device_users = index.graph.device_users.get(target)
+        if device_users:
+            first = device_users[0]
+            return Outcome(
+                no_effect=f"{label}: reached only through another device's code "
+                f"({first.path}:{first.symbol} {first.how})"
+            )
         if test_code:
             return Outcome(no_effect=f"{label}: no reused instance reaches it")
         aimed = module_reach(index, change.path)
         blind = f"{label}: linked to no reused test statically"
         return Outcome(links=aimed, canary=blind, blind_spots=[blind], kind="canary")
+
+    @staticmethod
+    def _linked(target: Target, index: LinkIndex) -> bool:
+        """Something in the head reaches it: a new function registered as an op's kernel
+        (the op now runs it where traced) or called by unchanged code (a re-export)."""
+        return bool(index.graph.users.get(target))
+
+    @staticmethod
+    def _removed(change: SymbolChange, label: str) -> Outcome:
+        if not change.registers:
+            return Outcome(
+                no_effect=f"{label}: removed (its former users changed too, and are mapped)"
+            )
+        step = Step(
+            change.path,
+            change.qualname,
+            "removed: it was registered for " + ", ".join(f"aten.{op}" for op in change.registers),
+        )
+        return Outcome(
+            links=[Link(Target.aten(op), (step,)) for op in change.registers], kind="library"
+        )
 
     def _no_effect(self, change: SymbolChange) -> str:
         if change.other_device_only:

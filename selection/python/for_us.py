@@ -2,9 +2,9 @@
 
 Left out: the body of an `if` (or conditional expression) whose test holds only on another
 device -- directly (`torch.cuda.is_available()`, `device_type == "cuda"`) or through a
-local name assigned such a test (`cond = torch.cuda.is_tf32_supported() and ...`); other
-devices' decorators; `DecorateInfo(..., device_type="cuda")`; and, once those are gone,
-nested functions nothing left calls. Two revisions of a symbol that are equal here differ
+local name assigned such a test (`cond = torch.cuda.is_tf32_supported() and ...`);
+`DecorateInfo(..., device_type="cuda")`; when comparing revisions, other devices'
+decorators; and, once those are gone, nested functions nothing left calls. Two revisions of a symbol that are equal here differ
 only in another device's code. (The link graph applies the same rules while collecting a
 symbol's uses: selection.python.summary.)
 """
@@ -39,7 +39,7 @@ def decorate_info_other_device(node: ast.Call, tests: bool = True) -> bool:
     return active_if is not None and guards_other_device(active_if, tests)
 
 
-def has_other_device_code(node: ast.AST, tests: bool) -> bool:
+def has_other_device_code(node: ast.AST, tests: bool, decorators: bool = True) -> bool:
     """Whether `for_us` would leave anything out (most code has nothing to leave out, and
     is then walked as it is, without a copy)."""
     for sub in ast.walk(node):
@@ -47,8 +47,10 @@ def has_other_device_code(node: ast.AST, tests: bool) -> bool:
             return True
         if isinstance(sub, ast.Assign) and guards_other_device(sub.value, tests):
             return True
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and any(
-            decorator_other_device(d, tests) for d in sub.decorator_list
+        if (
+            decorators
+            and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and any(decorator_other_device(d, tests) for d in sub.decorator_list)
         ):
             return True
         if is_decorate_info(sub) and decorate_info_other_device(sub, tests):  # type: ignore[arg-type]
@@ -57,8 +59,9 @@ def has_other_device_code(node: ast.AST, tests: bool) -> bool:
 
 
 class _ForUs(ast.NodeTransformer):
-    def __init__(self, tests: bool) -> None:
+    def __init__(self, tests: bool, decorators: bool) -> None:
         self.tests = tests
+        self.decorators = decorators
         self.guards: set[str] = set()
 
     def other_device(self, test: ast.expr) -> bool:
@@ -95,9 +98,10 @@ class _ForUs(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.AST:
-        node.decorator_list = [
-            d for d in node.decorator_list if not decorator_other_device(d, self.tests)
-        ]
+        if self.decorators:
+            node.decorator_list = [
+                d for d in node.decorator_list if not decorator_other_device(d, self.tests)
+            ]
         return self.generic_visit(node)
 
     visit_FunctionDef = _definition
@@ -141,10 +145,13 @@ def _drop_dead_nested(root: ast.AST) -> None:
             parent.body = body or [ast.Pass()]  # type: ignore[attr-defined]
 
 
-def for_us(nodes: list[ast.AST], tests: bool) -> list[ast.AST]:
-    """Copies of `nodes` with the code only another device runs left out."""
+def for_us(nodes: list[ast.AST], tests: bool, decorators: bool = True) -> list[ast.AST]:
+    """Copies of `nodes` with the code only another device runs left out. `decorators`:
+    also leave out decorators named for another device -- right when comparing two
+    revisions (adding `@skipCUDAIf` changes nothing here), wrong when collecting uses: the
+    decorator's wrapper runs on every device (`skipCUDAIf` checks the device at run time)."""
     out: list[ast.AST] = []
-    transformer = _ForUs(tests)
+    transformer = _ForUs(tests, decorators)
     for node in nodes:
         kept = transformer.visit(copy.deepcopy(node))
         for item in kept if isinstance(kept, list) else [kept]:

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 
 from selection.links.registrations import (
     Registration,
+    inferring_factories,
     is_registration_module,
+    namespace_aliases,
+    pending_factory_calls,
     registrations_in,
 )
 from selection.pyast import MODULE_SYMBOL, module_symbols
@@ -57,8 +60,16 @@ class ModuleSummary:
     exports: tuple[str, ...] | None = None  # a literal __all__
     bases: dict[str, tuple[Chain, ...]] = field(default_factory=dict)
     uses: dict[str, tuple[Use, ...]] = field(default_factory=dict)
+    # uses only in code that runs on another device (`_fused_cuda_silu(x)` under
+    # `if x.device.type == "cuda":`): never followed, they tell a helper reached only that
+    # way ("no effect here") from one nothing reaches (a blind spot)
+    device_uses: dict[str, tuple[Use, ...]] = field(default_factory=dict)
     aten_aliases: set[str] = field(default_factory=set)  # `aten = torch.ops.aten`
     registrations: list[Registration] = field(default_factory=list)
+    # registering decorator factories this module defines, and decorators that may be one
+    # defined elsewhere: (function, decorator chain, text, line), resolved by the explorer
+    inferring_factories: set[str] = field(default_factory=set)
+    pending_registrations: list[tuple[str, Chain, str, int]] = field(default_factory=list)
 
 
 def summarize(
@@ -74,12 +85,16 @@ def summarize(
         for node in symbol.nodes:
             collector.collect(node)
         summary.uses[qualname] = tuple(collector.uses)
+        if collector.device_uses:
+            summary.device_uses[qualname] = tuple(collector.device_uses)
         if symbol.kind == "class":
             summary.bases[qualname] = tuple(
                 c for b in getattr(symbol.nodes[0], "bases", []) if (c := chain_of(b))
             )
     if is_registration_module(path):
         summary.registrations = registrations_in(path, symbols, summary.aten_aliases)
+        summary.inferring_factories = inferring_factories(symbols)
+        summary.pending_registrations = pending_factory_calls(symbols, summary.aten_aliases)
     return summary
 
 
@@ -112,23 +127,7 @@ def _imports(summary: ModuleSummary, tree: ast.Module, names: ModuleNames) -> No
                     summary.bindings[alias.asname or alias.name] = Binding(module, alias.name)
         elif _is_all_assignment(node):
             summary.exports = _literal_strings(node.value)  # type: ignore[attr-defined]
-        elif _is_aten_namespace_alias(node):
-            summary.aten_aliases.add(node.targets[0].id)  # type: ignore[attr-defined]
-    for name, binding in summary.bindings.items():
-        if binding.name == "aten" and binding.module in ("torch.ops", "torch._ops.ops"):
-            summary.aten_aliases.add(name)
-
-
-def _is_aten_namespace_alias(node: ast.AST) -> bool:
-    """`aten = torch.ops.aten` / `aten = torch._ops.ops.aten`."""
-    if not (
-        isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-    ):
-        return False
-    chain = chain_of(node.value)
-    return len(chain) >= 2 and chain[-2:] == ("ops", "aten")
+    summary.aten_aliases = namespace_aliases(tree)
 
 
 def _is_all_assignment(node: ast.AST) -> bool:
@@ -155,11 +154,20 @@ class _UseCollector:
     def __init__(self, tests: bool) -> None:
         self.tests = tests
         self.uses: list[Use] = []
+        self.device_uses: list[Use] = []
 
     def collect(self, node: ast.AST, how: str = "reference") -> None:
-        nodes = for_us([node], self.tests) if has_other_device_code(node, self.tests) else [node]
-        for item in nodes:
+        # decorators kept: a wrapper named for another device still runs on ours
+        if not has_other_device_code(node, self.tests, decorators=False):
+            self._visit(node, how)
+            return
+        kept = len(self.uses)
+        for item in for_us([node], self.tests, decorators=False):
             self._visit(item, how)
+        ours = set(self.uses[kept:])
+        everything = _UseCollector(self.tests)
+        everything._visit(node, how)
+        self.device_uses.extend(u for u in everything.uses if u not in ours)
 
     def _visit(self, node: ast.AST, how: str) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

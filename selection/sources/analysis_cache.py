@@ -3,21 +3,46 @@
 Parsing every changed Python file of a release upgrade costs tens of seconds; the same
 blobs come back on every run against the same releases, so per-file results (the symbol
 changes between two blobs, a module's link-graph summary) are kept under
-`<cache>/analysis.sqlite`. Values are pickled; a key carries ANALYSIS_VERSION so results of
-an older analysis are never reused. A broken or unwritable cache file is moved aside and the
+`<cache>/analysis.sqlite`. Values are pickled; a key carries the analysis version -- a hash
+of the sources of the modules that compute what is cached -- so results of another version
+of the analysis are never reused (no version to remember to bump). A broken or unwritable cache file is moved aside and the
 run goes on without it (the cache is an optimisation, never a source of truth).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
 import pickle
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-# Bump whenever what is cached (or how it is computed) changes.
-ANALYSIS_VERSION = "links-2"
+# The modules whose code decides what is cached (symbol comparisons, module summaries).
+ANALYSERS = (
+    "selection.pyast",
+    "selection.devices",
+    "selection.detect",
+    "selection.python.for_us",
+    "selection.python.summary",
+    "selection.python.chains",
+    "selection.python.names",
+    "selection.links.registrations",
+    "selection.model",
+)
+
+
+@functools.cache
+def analysis_version() -> str:
+    digest = hashlib.sha256()
+    for name in ANALYSERS:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        digest.update(name.encode())
+        digest.update(Path(origin).read_bytes() if origin else b"?")
+    return digest.hexdigest()[:16]
 
 
 class AnalysisCache:
@@ -52,7 +77,7 @@ class AnalysisCache:
 
     @staticmethod
     def key(*parts: str) -> str:
-        return "\0".join((ANALYSIS_VERSION, *parts))
+        return "\0".join((analysis_version(), *parts))
 
     def get(self, key: str) -> Any | None:
         if key in self._pending:

@@ -180,7 +180,8 @@ def list_maps(cache_dir: Path) -> list[MapSummary]:
     return found
 
 
-def _public(version: str) -> str:
+def public_version(version: str) -> str:
+    """`2.13.0+cpu` -> `2.13.0` (the local label is a build variant of the same release)."""
     return version.split("+", 1)[0]
 
 
@@ -188,7 +189,9 @@ def choose_map(maps: Iterable[MapSummary], torch_version: str, device: str) -> M
     """The map that serves (torch_version, device), per the rule in the module docstring."""
     candidates = [m for m in maps if m.device == device]
     exact = [m for m in candidates if m.torch_version == torch_version]
-    close = exact or [m for m in candidates if _public(m.torch_version) == _public(torch_version)]
+    close = exact or [
+        m for m in candidates if public_version(m.torch_version) == public_version(torch_version)
+    ]
     return max(close, key=lambda m: m.recorded_at) if close else None
 
 

@@ -5,9 +5,11 @@ what it must not reach."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from selection.links.derivatives import derivative_uses
 from selection.model import Cause
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.state import PipelineState
@@ -253,3 +255,30 @@ def test_selection_json_writes_each_evidence_chain_once_and_names_it_from_every_
     failed = doc["selected"][0]["id"]
     [link] = [c for c in causes_by_test(doc, [failed])[failed] if c["stage"] == "map"]
     assert link["evidence"].startswith("torch/_decomp/decompositions.py:_halve modified -> ")
+
+
+def test_a_backward_formula_links_the_ops_it_calls_under_each_dispatch_key_and_symint_name() -> (
+    None
+):
+    """derivatives.yaml writes `narrow_symint(...)` for the op narrow and may nest formulas
+    under `dispatch:` keys (Default, AutogradNestedTensor): both count as calls."""
+    entries: dict[str, dict[str, Any]] = {
+        "cat": {"tensors": "cat_tensors_backward(grad, sizes, dtypes, dim)"},
+        "select.int": {
+            "dispatch": {
+                "Default": {"self": "select_backward_symint(grad, self.sym_sizes(), dim, index)"},
+                "AutogradNestedTensor": {"self": "_nested_select_backward(grad, self, dim)"},
+            },
+        },
+        "unbind.int": {"self": "unbind_backward(grads, dim)", "result": "auto_linear"},
+    }
+    aten_ops = {"cat", "select", "select_backward", "_nested_select_backward", "narrow"}
+    found = derivative_uses(entries, aten_ops, "tools/autograd/derivatives.yaml")
+    assert sorted(found) == ["select"]
+    assert [(t.name, s.how) for t, s in found["select"]] == [
+        ("select_backward", "Default.self: calls select_backward in its backward formula"),
+        (
+            "_nested_select_backward",
+            "AutogradNestedTensor.self: calls _nested_select_backward in its backward formula",
+        ),
+    ]

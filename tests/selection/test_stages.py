@@ -167,8 +167,14 @@ def test_other_device_decorator_change_affects_nothing(
         "def skipMPS(fn):\n    fn.skip_mps = True\n    return fn",
     )
     state = select(head)
-    assert [(s.qualname, s.other_device_only) for s in state.changes.symbols] == [("skipMPS", True)]  # type: ignore[union-attr]
+    # Not by its name (a name is not a device): its only use, `DecorateInfo(skipMPS)`,
+    # is an MPS decorator's, which never applies to spyre's test class.
+    assert [(s.qualname, s.other_device_only) for s in state.changes.symbols] == [
+        ("skipMPS", False)
+    ]  # type: ignore[union-attr]
     assert state.candidates == {}
+    assert state.mapped is not None
+    assert state.mapped.no_effect == [f"{DEVICE}: skipMPS modified: no reused instance reaches it"]
 
 
 _MACHINERY_OLD = 'setattr(cls, name + "_" + cls.device_type, test)'

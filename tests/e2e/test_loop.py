@@ -199,7 +199,12 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
     # 5. The selection report came with the callback: per-stage counts and the cause on the
     #    PR page, the full HTML report behind the link.
     for job, template, cause in (
-        (good, "test_mul", "TestDemoOps.test_mul modified -> the template's body changed"),
+        (
+            good,
+            "test_mul",
+            "TestDemoOps.test_mul modified -> template TestDemoOps.test_mul: "
+            "the template's body changed",
+        ),
         (bad, "test_add", "reference_add modified -> template TestDemoOps.test_add uses it"),
     ):
         selection = job["selection"]

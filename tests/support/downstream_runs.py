@@ -57,6 +57,7 @@ class DownstreamRuns:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="downstream")
         self._futures: list[Future[RunOutcome]] = []
         self._seen = 0
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="downstream-watch", daemon=True)
         self._local = threading.local()
@@ -76,25 +77,38 @@ class DownstreamRuns:
     def _watch(self) -> None:
         while not self._stop.is_set():
             new = self.github.dispatches_since(self._seen)
-            self._seen += len(new)
-            for dispatch in new:
-                run_id = 50_000 + len(self._futures)
-                self._futures.append(self._pool.submit(self._run, dispatch, run_id))
+            # the runs are started before they count as seen: wait_idle must never see a
+            # dispatch as seen whose run is not in the list yet
+            futures = [
+                self._pool.submit(self._run, dispatch, 50_000 + len(self._futures) + i)
+                for i, dispatch in enumerate(new)
+            ]
+            with self._lock:
+                self._futures.extend(futures)
+                self._seen += len(new)
             time.sleep(0.05)
 
     def wait_idle(self, timeout: float) -> bool:
         """Every started run has finished (True), or `timeout` passed (False)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            with self._lock:
+                futures = list(self._futures)
+                seen = self._seen
             with self.github.lock:
-                caught_up = self._seen == len(self.github.dispatches)
-            if caught_up and all(f.done() for f in list(self._futures)):
+                caught_up = seen == len(self.github.dispatches)
+            if caught_up and all(f.done() for f in futures):
                 return True
             time.sleep(0.1)
         return False
 
-    def outcomes(self) -> list[RunOutcome]:
-        return [f.result() for f in self._futures if f.done()]
+    def outcomes(self, timeout: float = 30.0) -> list[RunOutcome]:
+        """One outcome per started run, waiting (up to `timeout`) for runs still going: a
+        run that has not finished is a run too, never silently left out."""
+        with self._lock:
+            futures = list(self._futures)
+        deadline = time.monotonic() + timeout
+        return [f.result(timeout=max(0.0, deadline - time.monotonic())) for f in futures]
 
     # -- one run -----------------------------------------------------------
     def _http(self) -> httpx.Client:

@@ -6,8 +6,9 @@
 - `TruthRunner`: one scratch copy of the installed torch's Python sources
   (`spyre_ci.deps.truth.scratch_torch`), a mutation written into it, the pairs digested by
   `python -m spyre_ci.deps.truth` with the copy first on PYTHONPATH, the file restored;
-  the unmutated baseline run twice (sorted and reversed order) through the same copy and
-  cached per pair under the cache directory;
+  the unmutated baseline run twice (in two processes side by side, then again with the
+  halves swapped and their order reversed) through the same copy, cached per pair under the
+  cache directory;
 - `probe`: bench/mutation_probe.py (import-time functions, own ATen ops, backward pairs).
 """
 
@@ -18,7 +19,8 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,13 @@ def _code_hash() -> str:
     return digest.hexdigest()[:16]
 
 
+def _merged(runs: Iterable[dict[Pair, Digest]]) -> dict[Pair, Digest]:
+    found: dict[Pair, Digest] = {}
+    for run in runs:
+        found.update(run)
+    return found
+
+
 def _digests(run: Any) -> dict[Pair, Digest]:
     return {pair: Digest(d.status, d.digest) for pair, d in run.digests.items()}
 
@@ -183,13 +192,16 @@ class TruthRunner:
     def baseline(
         self, pairs: Sequence[Pair], progress: Callable[[str], None]
     ) -> tuple[dict[Pair, Digest], dict[Pair, Digest]]:
-        """Two unmutated runs (sorted, then reversed order), cached per pair."""
+        """Two unmutated runs (the second in reversed order, each pair beside other pairs),
+        cached per pair."""
         cached = self._cached()
         missing = sorted(set(pairs) - cached.keys())
         if missing:
             progress(f"baseline: {len(missing)} pairs, twice")
-            first = self._run(missing)
-            second = self._run(missing[::-1])
+            halves = [h for h in (missing[0::2], missing[1::2]) if h]
+            with ThreadPoolExecutor(max_workers=2) as pool:  # the selections are done by now
+                first = _merged(pool.map(self._run, halves))
+                second = _merged(pool.map(self._run, [h[::-1] for h in halves[::-1]]))
             for pair in missing:
                 a, b = first.get(pair), second.get(pair)
                 if a is not None and b is not None:

@@ -290,6 +290,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, help="results JSON (default under the cache)")
     parser.add_argument("--no-truth", action="store_true", help="selection only, no execution")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.kinds or ()) - set(FULL_PLAN))
+    if unknown:
+        parser.error(f"--kinds: unknown kind {unknown[0]!r} (known: {', '.join(FULL_PLAN)})")
     args.cap = args.cap or (6 if args.quick else 10)
     return _main(args)
 

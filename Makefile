@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.spyre-ci-installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup sysdeps run test lint typecheck check bench serve e2e clean
+.PHONY: help setup sysdeps run test lint typecheck check bench bench-mutations serve e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -39,6 +39,10 @@ check: lint typecheck test ## lint, typecheck and test, as CI does
 
 bench: setup ## run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/run_all.py
+
+MUTATION_ARGS ?=
+bench-mutations: setup ## recall by mutation of torch 2.13.0, in full (make bench runs it --quick)
+	$(BIN)/python bench/bench_mutations.py $(MUTATION_ARGS)
 
 RELAY_CONFIG ?= $(if $(wildcard relay.yaml),relay.yaml,relay/example.yaml)
 RELAY_PORT   ?= 8080

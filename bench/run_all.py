@@ -1,5 +1,8 @@
 """Run every benchmark script under bench/ (files named bench_*.py) and let each print its figures.
 
+bench_mutations.py runs in its quick mode (two mutations per kind); `make bench-mutations`
+runs it in full.
+
 Usage: python bench/run_all.py [NAME_SUBSTRING ...]
 """
 
@@ -11,6 +14,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Arguments a script runs with here; the full run is its own make target (make bench-mutations).
+ARGUMENTS = {"bench_mutations.py": ["--quick"]}
 
 
 def main(argv: list[str]) -> int:
@@ -24,7 +29,8 @@ def main(argv: list[str]) -> int:
     for script in scripts:
         print(f"\n=== {script.name}", flush=True)
         start = time.perf_counter()
-        rc = subprocess.call([sys.executable, str(script)], cwd=HERE.parent)
+        command = [sys.executable, str(script), *ARGUMENTS.get(script.name, [])]
+        rc = subprocess.call(command, cwd=HERE.parent)
         print(f"=== {script.name}: exit {rc} in {time.perf_counter() - start:.1f} s", flush=True)
         if rc != 0:
             failed.append(script.name)

@@ -1,0 +1,229 @@
+"""The mutation benchmark's shells: selection in-process, truth in subprocesses, the probe.
+
+- `select_modes`: `spyre-ci select --from 2.13.0 --diff m.patch` through selection.pipeline
+  (prepare once, then run_pipeline with the recorded map and without it: the second run
+  reuses the parsed trees, so the two modes alternate who goes first);
+- `TruthRunner`: one scratch copy of the installed torch's Python sources
+  (`spyre_ci.deps.truth.scratch_torch`), a mutation written into it, the pairs digested by
+  `python -m spyre_ci.deps.truth` with the copy first on PYTHONPATH, the file restored;
+  the unmutated baseline run twice (in two processes side by side, then again with the
+  halves swapped and their order reversed) through the same copy, cached per pair under the
+  cache directory;
+- `probe`: bench/mutation_probe.py (import-time functions, own ATen ops, backward pairs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mutations.truth import Digest, Instance, OpFacts, Pair, Selected
+
+ROOT = Path(__file__).resolve().parents[1]
+VERSION = "2.13.0"
+TRUTH_OPTIONS = ("--max-samples", "4", "--compile-samples", "1")  # as `deps record` runs
+
+
+@dataclass
+class ModeRun:
+    selected: Selected
+    cpu_seconds: float
+    wall_seconds: float
+    reused: list[Instance]
+
+
+def _selected(state: Any) -> Selected:
+    pairs, direct = set(), set()
+    for candidate in state.candidates.values():
+        inst = candidate.instance
+        if inst.op is None or inst.dtype is None:
+            continue
+        pair = (inst.database, inst.op, inst.dtype)
+        pairs.add(pair)
+        if any(c.stage == "map" and c.kind != "canary" for c in candidate.causes):
+            direct.add(pair)
+    mapped = state.mapped
+    return Selected(
+        frozenset(state.candidates), frozenset(pairs), frozenset(direct), state.reused_total,
+        tuple(mapped.no_effect) if mapped else (), tuple(mapped.blind_spots) if mapped else (),
+    )  # fmt: skip
+
+
+def _instances(state: Any) -> list[Instance]:
+    return [
+        Instance(
+            i.node_id,
+            (i.database, i.op, i.dtype) if i.op is not None and i.dtype is not None else None,
+            i.test_class,
+            i.template,
+        )
+        for i in state.reused
+    ]
+
+
+def select_modes(
+    patch: Path, cache: Path, observed: Any, static_first: bool, want_reused: bool
+) -> dict[str, ModeRun]:
+    """Both modes over one patch: "map" (the recorded map) and "static" (--deps none)."""
+    from selection.pipeline import SelectOptions, prepare, run_pipeline
+    from selection.sources.release_tests import ReleaseTestSource
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    options = SelectOptions(
+        from_=VERSION, diff=patch, cache=cache, available_versions=lambda: [VERSION],
+        tests=ReleaseTestSource(None), deps="none",
+    )  # fmt: skip
+    request, _ = prepare(options)
+    shared = (time.process_time() - cpu, time.perf_counter() - wall)
+    modes = ["static", "map"] if static_first else ["map", "static"]
+    runs = {}
+    for mode in modes:
+        if mode == "map" and observed is None:
+            continue
+        request.observed = observed if mode == "map" else None
+        wall, cpu = time.perf_counter(), time.process_time()
+        state = run_pipeline(request)
+        runs[mode] = ModeRun(
+            _selected(state),
+            time.process_time() - cpu + shared[0],
+            time.perf_counter() - wall + shared[1],
+            _instances(state) if want_reused and mode == "static" else [],
+        )
+    return runs
+
+
+def calibrate(sources: dict[str, str], work: Path, cache: Path) -> list[Instance]:
+    """The reused instances, from one selection over a comment added to torch/version.py
+    (which must select nothing): the same scope the selection measures fractions against."""
+    from mutations.edits import unified_patch
+
+    path = "torch/version.py"
+    text = sources[path]
+    patch = work / "calibration.patch"
+    patch.write_text(unified_patch(path, text, text + "# mutation benchmark: calibration\n"))
+    run = select_modes(patch, cache, None, static_first=True, want_reused=True)["static"]
+    if run.selected.node_ids:
+        raise RuntimeError(f"a comment in {path} selected {len(run.selected.node_ids)} tests")
+    return run.reused
+
+
+def probe(pairs: Sequence[Pair]) -> tuple[set[str], OpFacts]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "mutation_probe.py")],
+        input=json.dumps([list(p) for p in pairs]), capture_output=True, text=True,
+        check=False, cwd=ROOT,
+    )  # fmt: skip
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"bench/mutation_probe.py exited {done.returncode}: {last}")
+    doc = json.loads(done.stdout)
+    facts = OpFacts(
+        {k: frozenset(v) for k, v in doc["aten_names"].items()},
+        frozenset((a, b, c) for a, b, c in doc["backward"]),
+    )
+    return set(doc["import_time"]), facts
+
+
+def _code_hash() -> str:
+    """What a digest depends on besides torch: the runner and the reference device."""
+    digest = hashlib.sha256(VERSION.encode() + " ".join(TRUTH_OPTIONS).encode())
+    files = sorted((ROOT / "spyre_ci" / "deps").glob("*.py"))
+    files += sorted((ROOT / "torch_spyre_ref").rglob("*.py"))
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _merged(runs: Iterable[dict[Pair, Digest]]) -> dict[Pair, Digest]:
+    found: dict[Pair, Digest] = {}
+    for run in runs:
+        found.update(run)
+    return found
+
+
+def _digests(run: Any) -> dict[Pair, Digest]:
+    return {pair: Digest(d.status, d.digest) for pair, d in run.digests.items()}
+
+
+class TruthRunner:
+    def __init__(self, scratch: Path, cache: Path) -> None:
+        from spyre_ci.deps.truth import scratch_torch
+
+        self.root = scratch_torch(scratch)
+        self.cache_file = cache / "bench-mutations" / f"baseline-{_code_hash()}.json"
+
+    def _run(self, pairs: Sequence[Pair]) -> dict[Pair, Digest]:
+        from spyre_ci.deps.truth import run_digests
+
+        run = run_digests(list(pairs), pythonpath=[self.root], options=TRUTH_OPTIONS)
+        if not Path(run.torch_file).is_relative_to(self.root):
+            raise RuntimeError(f"the truth run imported {run.torch_file}, not the scratch copy")
+        return _digests(run)
+
+    def _pyc_gone(self, path: str) -> None:
+        """A pyc of the other text may carry the same mtime (seconds) and size: drop it."""
+        file = self.root / path
+        for pyc in (file.parent / "__pycache__").glob(f"{file.stem}.*.pyc"):
+            pyc.unlink(missing_ok=True)
+
+    def after(
+        self, path: str, text: str, pairs: Sequence[Pair]
+    ) -> tuple[dict[Pair, Digest], float]:
+        """Digests of the pairs with `path` replaced by `text` in the scratch copy."""
+        file = self.root / path
+        original = file.read_text(encoding="utf-8")
+        start = time.perf_counter()
+        try:
+            file.write_text(text, encoding="utf-8")
+            self._pyc_gone(path)
+            return self._run(pairs), time.perf_counter() - start
+        finally:
+            file.write_text(original, encoding="utf-8")
+            self._pyc_gone(path)
+
+    def baseline(
+        self, pairs: Sequence[Pair], progress: Callable[[str], None]
+    ) -> tuple[dict[Pair, Digest], dict[Pair, Digest]]:
+        """Two unmutated runs (the second in reversed order, each pair beside other pairs),
+        cached per pair."""
+        cached = self._cached()
+        missing = sorted(set(pairs) - cached.keys())
+        if missing:
+            progress(f"baseline: {len(missing)} pairs, twice")
+            halves = [h for h in (missing[0::2], missing[1::2]) if h]
+            with ThreadPoolExecutor(max_workers=2) as pool:  # the selections are done by now
+                first = _merged(pool.map(self._run, halves))
+                second = _merged(pool.map(self._run, [h[::-1] for h in halves[::-1]]))
+            for pair in missing:
+                a, b = first.get(pair), second.get(pair)
+                if a is not None and b is not None:
+                    cached[pair] = (a, b)
+            self._store(cached)
+        return (
+            {p: cached[p][0] for p in pairs if p in cached},
+            {p: cached[p][1] for p in pairs if p in cached},
+        )
+
+    def _cached(self) -> dict[Pair, tuple[Digest, Digest]]:
+        try:
+            rows = json.loads(self.cache_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {(r[0], r[1], r[2]): (Digest(r[3], r[4]), Digest(r[5], r[6])) for r in rows}
+
+    def _store(self, cached: dict[Pair, tuple[Digest, Digest]]) -> None:
+        rows = [
+            [*p, a.status, a.digest, b.status, b.digest] for p, (a, b) in sorted(cached.items())
+        ]
+        self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.cache_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(rows), encoding="utf-8")
+        temporary.replace(self.cache_file)

@@ -1,0 +1,216 @@
+"""Ground truth of a mutation and how a selection is judged against it. Pure.
+
+Execution truth: the pairs whose digest (spyre_ci.deps.truth) changes when the mutation is
+applied to a scratch copy of torch's Python sources, among the pairs run. Running every
+in-scope pair per mutation is too slow, so `plan_run` picks them: a pair that never
+executed the mutated function cannot change (execution before the first mutated code is
+the same), so the pairs that executed it per the recorded map are the population -- unless
+the function also ran when torch and the database were imported (its effect then reaches
+every pair) or the mutation is outside any function; then every in-scope pair is. To test
+the recording rather than trust it, the pairs either selection mode chose are added, and a
+few random control pairs. Past `cap` pairs, disagreements (executed but not selected by a
+mode, or selected but not executed) go first. Pairs whose digest differs between two
+unmutated runs are unstable and never truth.
+
+Declared truth (execution cannot tell): an entry's own in-scope pairs (an OpInfo field,
+an error-input or reference function, by the entries naming it), the reused instances a
+DecorateInfo names, the pairs whose entry's own ATen op is a YAML entry's op (for a
+derivative formula: those whose backward runs), nothing (another device's DecorateInfo).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mutations.model import DECORATION, ENTRIES, EXECUTION, NONE, OPS, Mutation, TruthSpec
+
+Pair = tuple[str, str, str]  # (database, op full name, dtype), as selection.observed
+
+
+@dataclass(frozen=True)
+class Instance:
+    """What the truth needs of a reused instance."""
+
+    node_id: str
+    pair: Pair | None
+    test_class: str
+    template: str
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """What the installed torch says about the in-scope pairs (bench/mutation_probe.py)."""
+
+    aten_names: Mapping[str, frozenset[str]]  # op full name -> its own ATen op base names
+    backward: frozenset[Pair]  # pairs whose backward runs (supports_autograd, dtype)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    pairs: tuple[Pair, ...]
+    population: int  # pairs that may be affected (before the cap)
+    basis: str  # what the restriction relies on
+
+
+def _ordered(items: Iterable[Pair], rng: random.Random) -> list[Pair]:
+    found = sorted(set(items))
+    rng.shuffle(found)
+    return found
+
+
+def plan_run(
+    executed: set[Pair] | None,
+    selected: Mapping[str, set[Pair]],
+    in_scope: Sequence[Pair],
+    cap: int,
+    controls: int,
+    seed: str,
+) -> RunPlan:
+    """The pairs to run before and after. `executed`: the in-scope pairs that executed
+    the mutated function per the recorded map; None when every pair may be affected."""
+    rng = random.Random(seed)
+    scope = set(in_scope)
+    chosen_by_modes = set().union(*selected.values()) & scope if selected else set()
+    if executed is None:
+        population, basis = scope, "every in-scope pair (import-time or module-level code)"
+        disagreements = set(chosen_by_modes)
+    else:
+        population = executed | chosen_by_modes
+        basis = f"{len(executed)} pairs executed it (recorded map) + the pairs selected"
+        disagreements = set()
+        for chosen in selected.values():
+            disagreements |= (executed - chosen) | (chosen - executed)
+    agreed = population - disagreements
+    picks = _ordered(disagreements & scope, rng)[: max(0, cap - controls)]
+    picks += _ordered(agreed - set(picks), rng)[: max(0, cap - controls - len(picks))]
+    outside = [
+        p for p in _ordered(scope - set(picks), rng) if executed is None or p not in population
+    ]
+    picks += outside[:controls]
+    return RunPlan(tuple(sorted(picks)), len(population), basis)
+
+
+@dataclass
+class Digest:
+    status: str
+    digest: str
+
+
+def unstable_pairs(first: Mapping[Pair, Digest], second: Mapping[Pair, Digest]) -> set[Pair]:
+    """Pairs whose two unmutated runs disagree (or that one run marked unstable)."""
+    found = {p for p, d in first.items() if d.status == "unstable"}
+    found |= {p for p, d in second.items() if d.status == "unstable"}
+    found |= {
+        p for p in first.keys() & second.keys()
+        if (first[p].digest, first[p].status) != (second[p].digest, second[p].status)
+    }  # fmt: skip
+    return found
+
+
+def execution_truth(
+    before: Mapping[Pair, Digest], after: Mapping[Pair, Digest], unstable: set[Pair]
+) -> set[Pair]:
+    return {
+        p for p in before.keys() & after.keys()
+        if p not in unstable and (before[p].digest, before[p].status) != (after[p].digest, after[p].status)
+    }  # fmt: skip
+
+
+def own_op(name: str) -> str:
+    """`add_` (in-place) and `add` are one op's; `_foo` keeps its underscore."""
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+
+def declared_truth(
+    spec: TruthSpec, in_scope: Sequence[Pair], reused: Sequence[Instance], facts: OpFacts
+) -> set[str]:
+    """Truth items of a non-execution mutation: `pair:` or `instance:` keys."""
+    if spec.mode == ENTRIES:
+        return {pair_key(p) for p in in_scope if p[1] in spec.entries}
+    if spec.mode == DECORATION:
+        return {
+            f"instance:{i.node_id}"
+            for i in reused
+            if i.pair is not None and i.pair[1] in spec.entries and _named(spec, i)
+        }
+    if spec.mode == OPS:
+        wanted = {own_op(op) for op in spec.ops}
+        return {
+            pair_key(p)
+            for p in in_scope
+            if {own_op(a) for a in facts.aten_names.get(p[1], ())} & wanted
+            and (not spec.backward_only or p in facts.backward)
+        }
+    return set()
+
+
+def _named(spec: TruthSpec, inst: Instance) -> bool:
+    if spec.test_class and spec.test_class != inst.test_class:
+        return False
+    if spec.test_name and spec.test_name != inst.template:
+        return False
+    return not (spec.dtypes and inst.pair and inst.pair[2] not in spec.dtypes)
+
+
+def pair_key(pair: Pair) -> str:
+    return "pair:" + ":".join(pair)
+
+
+@dataclass(frozen=True)
+class Selected:
+    """What one selection run chose, as the judge needs it."""
+
+    node_ids: frozenset[str]
+    pairs: frozenset[Pair]
+    direct_pairs: frozenset[Pair]  # selected through a link, not only by a canary
+    reused: int
+    no_effect: tuple[str, ...] = ()
+    blind_spots: tuple[str, ...] = ()
+
+    def has(self, key: str, direct: bool = False) -> bool:
+        kind, _, rest = key.partition(":")
+        if kind == "instance":
+            return rest in self.node_ids
+        pair = tuple(rest.split(":", 2))
+        return pair in (self.direct_pairs if direct else self.pairs)
+
+    @property
+    def fraction(self) -> float:
+        return len(self.node_ids) / self.reused if self.reused else 0.0
+
+
+@dataclass
+class Judgement:
+    truth: set[str] = field(default_factory=set)
+    caught: set[str] = field(default_factory=set)
+    canary_only: set[str] = field(default_factory=set)  # caught only through a canary
+    missed: set[str] = field(default_factory=set)
+
+
+def judge(truth: set[str], selected: Selected) -> Judgement:
+    caught = {k for k in truth if selected.has(k)}
+    direct = {k for k in caught if selected.has(k, direct=True)}
+    return Judgement(set(truth), caught, caught - direct, truth - caught)
+
+
+def is_single_op(truth: set[str]) -> bool:
+    """Every truth item belongs to one entry (any dtypes)."""
+    ops = {key.split(":")[2] for key in truth if key.startswith("pair:")}
+    return len(ops) == 1 and all(k.startswith("pair:") for k in truth)
+
+
+def truth_of(
+    mutation: Mutation,
+    in_scope: Sequence[Pair],
+    reused: Sequence[Instance],
+    facts: OpFacts,
+    executed: set[Pair] | None = None,
+) -> set[str]:
+    """Truth items of a mutation: executed changes (given) or declared."""
+    if mutation.truth.mode == EXECUTION:
+        return {pair_key(p) for p in executed or set()}
+    if mutation.truth.mode == NONE:
+        return set()
+    return declared_truth(mutation.truth, in_scope, reused, facts)

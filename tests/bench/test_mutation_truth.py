@@ -1,0 +1,169 @@
+"""Ground truth and judging: which pairs a mutation runs, what counts as changed (never an
+unstable pair), what a declared truth holds, and how a selection is scored; the table adds
+the figures up per kind."""
+
+from __future__ import annotations
+
+from mutations.model import DECORATION, ENTRIES, OPS, TruthSpec
+from mutations.table import figures, markdown, misses
+from mutations.truth import (
+    Digest,
+    Instance,
+    OpFacts,
+    Selected,
+    declared_truth,
+    execution_truth,
+    is_single_op,
+    judge,
+    pair_key,
+    plan_run,
+    unstable_pairs,
+)
+
+SCOPE = [("opinfo", f"op{i}", dtype) for i in range(20) for dtype in ("float16", "float32")]
+
+
+def test_the_run_puts_disagreements_first_and_keeps_to_the_cap() -> None:
+    executed = {SCOPE[0], SCOPE[1], SCOPE[2]}
+    selected = {"map": {SCOPE[0], SCOPE[1], SCOPE[2]}, "static": {SCOPE[0], SCOPE[5]}}
+    plan = plan_run(executed, selected, SCOPE, cap=5, controls=2, seed="s")
+    assert len(plan.pairs) == 5
+    assert {SCOPE[1], SCOPE[2], SCOPE[5]} <= set(plan.pairs)  # executed xor selected
+    controls = set(plan.pairs) - executed - {SCOPE[5]}
+    assert len(controls) == 2 and not controls & {SCOPE[0]}
+    assert plan.population == 4
+    assert plan_run(executed, selected, SCOPE, cap=5, controls=2, seed="s") == plan
+
+
+def test_code_every_pair_may_depend_on_samples_the_whole_scope() -> None:
+    selected = {"static": {SCOPE[3]}}
+    plan = plan_run(None, selected, SCOPE, cap=6, controls=2, seed="t")
+    assert SCOPE[3] in plan.pairs and len(plan.pairs) == 6
+    assert plan.population == len(SCOPE)
+    assert "every in-scope pair" in plan.basis
+
+
+def test_unstable_pairs_are_never_truth() -> None:
+    a, b, c = SCOPE[:3]
+    first = {a: Digest("ok", "1"), b: Digest("ok", "2"), c: Digest("unstable", "3")}
+    second = {a: Digest("ok", "1"), b: Digest("ok", "9"), c: Digest("ok", "3")}
+    unstable = unstable_pairs(first, second)
+    assert unstable == {b, c}
+    after = {a: Digest("ok", "changed"), b: Digest("ok", "x"), c: Digest("ok", "y")}
+    assert execution_truth(first, after, unstable) == {a}
+    assert execution_truth(first, {a: Digest("TypeError: boom", "e")}, set()) == {a}
+
+
+FACTS = OpFacts(
+    aten_names={
+        "add": frozenset({"add"}),
+        "_refs.add": frozenset({"add"}),
+        "hardtanh": frozenset({"hardtanh", "hardtanh_backward"}),
+    },
+    backward=frozenset({("opinfo", "hardtanh", "float32")}),
+)
+PAIRS = [
+    ("opinfo", "add", "float16"),
+    ("opinfo", "_refs.add", "float16"),
+    ("opinfo", "hardtanh", "float16"),
+    ("opinfo", "hardtanh", "float32"),
+]
+
+
+def test_a_yaml_entry_is_the_truth_of_its_own_op_and_in_place_form() -> None:
+    spec = TruthSpec(OPS, ops=("add_",))
+    assert declared_truth(spec, PAIRS, [], FACTS) == {pair_key(PAIRS[0]), pair_key(PAIRS[1])}
+    formula = TruthSpec(OPS, ops=("hardtanh_backward",), backward_only=True)
+    assert declared_truth(formula, PAIRS, [], FACTS) == {pair_key(PAIRS[3])}
+
+
+def test_an_entry_and_a_decoration_are_the_truth_of_what_they_name() -> None:
+    assert declared_truth(TruthSpec(ENTRIES, entries=("hardtanh",)), PAIRS, [], FACTS) == {
+        pair_key(PAIRS[2]),
+        pair_key(PAIRS[3]),
+    }
+    reused = [
+        Instance("a", ("opinfo", "hardtanh", "float16"), "TestCommon", "test_out"),
+        Instance("b", ("opinfo", "hardtanh", "float32"), "TestCommon", "test_out"),
+        Instance("c", ("opinfo", "hardtanh", "float16"), "TestCommon", "test_noncontiguous"),
+    ]
+    spec = TruthSpec(
+        DECORATION, entries=("hardtanh",), test_class="TestCommon", test_name="test_out",
+        dtypes=("float16",),
+    )  # fmt: skip
+    assert declared_truth(spec, PAIRS, reused, FACTS) == {"instance:a"}
+
+
+def test_a_judgement_counts_canary_hits_apart() -> None:
+    truth = {pair_key(PAIRS[0]), pair_key(PAIRS[2]), "instance:c"}
+    selected = Selected(
+        node_ids=frozenset({"c", "x"}),
+        pairs=frozenset({PAIRS[0], PAIRS[2]}),
+        direct_pairs=frozenset({PAIRS[0]}),
+        reused=100,
+    )
+    verdict = judge(truth, selected)
+    assert verdict.caught == truth and not verdict.missed
+    assert verdict.canary_only == {pair_key(PAIRS[2])}
+    assert selected.fraction == 0.02
+    assert judge({pair_key(PAIRS[3])}, selected).missed == {pair_key(PAIRS[3])}
+    assert is_single_op({pair_key(PAIRS[2]), pair_key(PAIRS[3])})
+    assert not is_single_op({pair_key(PAIRS[0]), pair_key(PAIRS[2])})
+
+
+def _result(
+    id_: str, kind: str, truth: list[str], caught: list[str], selected: int, expect: str = "select"
+) -> dict[str, object]:
+    run = {
+        "selected": selected,
+        "fraction": selected / 1000,
+        "caught": caught,
+        "missed": sorted(set(truth) - set(caught)),
+        "canary_only": [],
+        "no_effect_total": 0 if selected else 1,
+        "cpu_seconds": 2.0,
+        "single_op": len(truth) == 1,
+    }
+    return {
+        "id": id_,
+        "kind": kind,
+        "expect": expect,
+        "truth": truth,
+        "summary": f"{id_} edit",
+        "modes": {"map": run, "static": run},
+    }
+
+
+def test_the_table_adds_up_per_kind() -> None:
+    results = [
+        _result(
+            "decomposition-01",
+            "decomposition",
+            ["pair:opinfo:a:float16"],
+            ["pair:opinfo:a:float16"],
+            10,
+        ),
+        _result(
+            "decomposition-02",
+            "decomposition",
+            ["pair:opinfo:b:float16", "pair:opinfo:c:float16"],
+            ["pair:opinfo:b:float16"],
+            30,
+        ),
+        _result("behaviour-free-01", "behaviour-free", [], [], 0, expect="nothing"),
+    ]
+    decompositions = figures(results[:2], "map")
+    assert (decompositions.truth_items, decompositions.caught_items) == (3, 2)
+    assert decompositions.missed == ("decomposition-02",)
+    assert abs(decompositions.fraction_mean - 0.02) < 1e-9 and decompositions.fraction_max == 0.03
+    assert figures(results[2:], "map").quiet == 1
+    table = markdown(results, [("map", "recorded map"), ("static", "--deps none")])
+    rows = table.splitlines()
+    assert rows[0].startswith("| kind | mutations | with truth | recorded map: caught")
+    assert (
+        "| decomposition | 2 | 2 | 66.7 % (2/3) | decomposition-02 | 2.00 / 3.00 % | 2.0 |" in table
+    )
+    assert "nothing selected, with reason: 1/1" in table
+    assert misses(results, "map") == [
+        "decomposition-02 decomposition-02 edit: missed opinfo:c:float16"
+    ]

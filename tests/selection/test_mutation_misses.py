@@ -1,10 +1,9 @@
 """Misses found by the mutation benchmark (bench/bench_mutations.py, docs/benchmarks.md):
-upstream edits whose affected tests a link kind should select and does not. Each test is
-the miss, small, over an upstream-shaped repository; xfail(strict=True) with the diagnosis
-until the selection is fixed (then the xfail turns into a failure to be removed).
+upstream edits whose affected tests a link kind should select and once did not, each small,
+over an upstream-shaped repository, kept as regression tests now that they are fixed.
 
-The controls beside them (not xfail) check that the scenario is what the benchmark saw:
-the same edit with the other mode, or a neighbouring edit, is selected.
+The controls beside them check that the scenario is what the benchmark saw: the same edit
+with the other mode, or a neighbouring edit, is selected.
 """
 
 from __future__ import annotations
@@ -190,17 +189,6 @@ def test_control_an_error_input_function_reaches_its_op_statically(
     assert {("add", "float16"), ("add", "float32")} <= _ops(state)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "observed links decide for recorded pairs even for code the recording never runs: "
-        "`spyre-ci deps record` runs samples (eager, variants, backward, compile), never "
-        "error_inputs_func (nor ref=, nor samples past --max-samples), so the map says no "
-        "pair executed error_inputs_add and selection.links.resolve._with_observed drops "
-        "the static link for every recorded pair (bench: sample-inputs error-inputs and "
-        "reference mutations, e.g. error_inputs_softshrink)"
-    ),
-)
 def test_an_error_input_function_reaches_its_op_with_a_recorded_map(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
@@ -223,18 +211,6 @@ def test_control_the_module_template_is_enumerated_and_its_inputs_link(
     assert ("nn.Linear", "float32") in _ops(state)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a ModuleInfo's module class is linked without its methods: "
-        "selection.links.entry_arguments.argument_uses runs uses_in over each argument of "
-        "the entry's call separately, so `torch.nn.Linear` is a 'reference', never an "
-        "'argument', and methods_of (forward and what it calls) is never applied; every "
-        "change in a module's forward path misses its ModuleInfo pairs statically (bench: "
-        "nn.functional._canonical_mask -> nn.MultiheadAttention, _refs.contiguous -> "
-        "nn.LayerNorm, nn.TransformerEncoder)"
-    ),
-)
 def test_a_function_a_modules_forward_calls_reaches_its_moduleinfo(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:

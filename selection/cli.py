@@ -282,7 +282,7 @@ def select_command(**kw: Any) -> None:
 def _select(kw: dict[str, Any], console: Console) -> int:
     from selection.outputs.shards import load_durations
     from selection.outputs.writer import check_target, write_outputs
-    from selection.pipeline import SelectOptions, prepare, run_pipeline
+    from selection.pipeline import SelectOptions, prepare, run_pipeline, stage_registry
 
     cache = kw["cache_dir"] or default_cache()
     options = SelectOptions(
@@ -316,6 +316,7 @@ def _select(kw: dict[str, Any], console: Console) -> int:
     durations = load_durations(kw["durations"])
     out = kw["out"] or default_out(kw["from_"], kw["to"], kw["pr"], kw["diff"])
     check_target(out)  # before the analysis, not after it
+    stage_registry(disabled=options.disabled)  # a misspelt stage, before any download
     progress = _Progress(console)
     with progress.bytes:
         request, extra = prepare(options, progress.transfer, lambda m: console.log(m))

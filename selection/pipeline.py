@@ -19,7 +19,7 @@ from selection.backend import BackendScope
 from selection.device import load_device_facts
 from selection.enumerate import DeviceProfile
 from selection.errors import BadInput
-from selection.hooks import Stage, UnknownStage
+from selection.hooks import Stage, StageRegistry, UnknownStage
 from selection.model import Revision
 from selection.observed import ObservedMap
 from selection.sources import repo as repo_source
@@ -277,6 +277,25 @@ def _observed(
     )
 
 
+def stage_registry(
+    agent: TriageAgent | None = None,
+    disabled: list[str] | None = None,
+    plugins: list[tuple[Stage, str | None]] | None = None,
+) -> StageRegistry:
+    """The stages a run would have (built-in, installed plugins, `plugins`), `disabled` off;
+    BadInput for a name no stage has. Cheap: the CLI checks `--disable-stage` with it before
+    any download."""
+    registry = default_registry(TriageStage(agent))
+    registry.load_entry_points()
+    for stage, after in plugins or []:
+        registry.register(stage, after)
+    try:
+        registry.disable(disabled or [])
+    except UnknownStage as exc:
+        raise BadInput(f"--disable-stage: {exc}") from exc
+    return registry
+
+
 def run_pipeline(
     request: SelectionRequest,
     agent: TriageAgent | None = None,
@@ -286,14 +305,7 @@ def run_pipeline(
     plugins: list[tuple[Stage, str | None]] | None = None,
 ) -> PipelineState:
     """Run the stages; `plugins` are extra stages as (stage, name to run after)."""
-    registry = default_registry(TriageStage(agent))
-    registry.load_entry_points()
-    for stage, after in plugins or []:
-        registry.register(stage, after)
-    try:
-        registry.disable(disabled or [])
-    except UnknownStage as exc:
-        raise BadInput(str(exc)) from exc
+    registry = stage_registry(agent, disabled, plugins)
     state = PipelineState(request, progress=note, file_progress=file_progress)
     # The analysis builds millions of small objects (ASTs) and frees them by reference
     # counting; the cyclic collector would rescan them over and over (5x the parse time).

@@ -189,6 +189,19 @@ def test_a_branch_name_without_a_clone_is_bad_input(tmp_path: Path) -> None:
     assert "'main' is not a release version" in " ".join(stderr.split())
 
 
+def test_a_misspelt_stage_is_refused_before_any_download(tmp_path: Path) -> None:
+    """Release mode would fetch two wheels first: the typo must not wait for them."""
+    cache = tmp_path / "cache"
+    code, _, stderr = run_select(
+        ["--from", "2.13", "--to", "2.14", "--disable-stage", "mapp"], cache
+    )
+    assert code == EXIT_BAD_INPUT
+    assert stderr.strip().splitlines()[-1] == (
+        "error: --disable-stage: unknown stage 'mapp'; stages are: detect, map, scope, triage"
+    )
+    assert not (cache / "wheels").exists() and not (cache / "mirror").exists()
+
+
 def test_pr_fetch_failure_exits_3_naming_the_pr(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:

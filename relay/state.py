@@ -49,7 +49,13 @@ class RelayState:
             if self._github is None:
                 from relay.github.client import GitHubClient
 
-                self._github = GitHubClient(self.config.github, self.clock)
+                # what a job's lease leaves for pacing once its token request and its
+                # write have each had their timeout
+                lease = self.config.worker.lease_seconds
+                spare = lease - 2 * self.config.github.timeout_seconds
+                self._github = GitHubClient(
+                    self.config.github, self.clock, max_write_wait=max(0.0, spare)
+                )
             return self._github
 
     def dispatcher(self, connection: str) -> Dispatcher:

@@ -8,6 +8,7 @@ the next, one write at a time per account, and at most
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -42,25 +43,51 @@ class WritePacer:
     writers for different accounts never wait for each other.
     """
 
-    def __init__(self, min_interval: float, per_minute: int, clock: Clock) -> None:
+    def __init__(
+        self,
+        min_interval: float,
+        per_minute: int,
+        clock: Clock,
+        max_wait: float | None = None,
+    ) -> None:
         self._min_interval = min_interval
         self._per_minute = per_minute
         self._clock = clock
+        # A write waits here while its job holds a lease: waiting past the lease would let
+        # another worker send the same job meanwhile (a duplicate after the outbox drained).
+        self.max_wait = max_wait
         self._lock = threading.Lock()
         self._accounts: dict[str, _AccountWrites] = {}
 
     @contextmanager
     def turn(self, key: str = "") -> Iterator[None]:
-        """Hold the account's write turn for the duration of one request."""
+        """Hold the account's write turn for the duration of one request. A turn further
+        away than `max_wait` is not waited for: GitHubRetryableError with a `retry-after`
+        of when it comes, so the job is tried again then, its lease released."""
         with self._lock:
             account = self._accounts.setdefault(key, _AccountWrites())
-        with account.lock:
-            self._clock.sleep(self._next_start(account) - self._clock.now())
+        acquired = account.lock.acquire(timeout=-1 if self.max_wait is None else self.max_wait)
+        if not acquired:
+            raise self._too_far(key, self._min_interval or 1.0)
+        try:
+            wait = self._next_start(account) - self._clock.now()
+            if self.max_wait is not None and wait > self.max_wait:
+                raise self._too_far(key, wait)
+            self._clock.sleep(wait)
             account.starts.append(self._clock.now())
             try:
                 yield
             finally:
                 account.last_end = self._clock.now()
+        finally:
+            account.lock.release()
+
+    def _too_far(self, key: str, wait: float) -> GitHubRetryableError:
+        return GitHubRetryableError(
+            f"write pacing: the next write turn for {key or 'the account'} is {wait:.1f} s"
+            f" away, more than a job can wait within its lease ({self.max_wait:.1f} s)",
+            headers={"retry-after": str(max(1, math.ceil(wait)))},
+        )
 
     def _next_start(self, account: _AccountWrites) -> float:
         now = self._clock.now()
@@ -84,14 +111,20 @@ class _AccountWrites:
 
 class GitHubClient:
     def __init__(
-        self, config: GitHubConfig, clock: Clock = SYSTEM_CLOCK, http: httpx.Client | None = None
+        self,
+        config: GitHubConfig,
+        clock: Clock = SYSTEM_CLOCK,
+        http: httpx.Client | None = None,
+        max_write_wait: float | None = None,
     ) -> None:
+        """`max_write_wait`: the longest a write may wait for its pacing turn (the worker
+        passes what its lease leaves after the request's own timeouts)."""
         self.config = config
         self.api_url = config.api_url.rstrip("/")
         self._http = http or httpx.Client(timeout=config.timeout_seconds)
         self._clock = clock
         self.pacer = WritePacer(
-            config.min_write_interval_seconds, config.max_writes_per_minute, clock
+            config.min_write_interval_seconds, config.max_writes_per_minute, clock, max_write_wait
         )
         self.auth = self._make_auth()
 

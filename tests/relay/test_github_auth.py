@@ -110,6 +110,43 @@ def test_pacer_spaces_writes_and_caps_them_per_minute() -> None:
     assert times == [0.0, 1.0, 2.0, 60.0, 61.0]
 
 
+def test_a_turn_further_away_than_a_lease_allows_is_a_retry_at_that_turn() -> None:
+    """A job holds its lease while it waits: past the lease another worker would send it
+    too. So the pacer gives the job back, asking to be tried when its turn comes."""
+    clock = ManualClock(0.0)
+    pacer = WritePacer(min_interval=1.0, per_minute=2, clock=clock, max_wait=4.0)
+    _take_turn(pacer)
+    _take_turn(pacer)  # 1 s later: within max_wait
+    with pytest.raises(GitHubRetryableError) as refused:
+        _take_turn(pacer)  # the per-minute cap: the next turn is at 60 s
+    assert refused.value.headers == {"retry-after": "59"}
+    assert "59.0 s away, more than a job can wait within its lease (4.0 s)" in str(refused.value)
+    assert clock.now() == 1.0  # nothing waited
+    clock.advance(59.0)
+    _take_turn(pacer)  # the retry, at its turn
+
+
+def test_a_write_turn_held_too_long_by_another_thread_is_a_retry() -> None:
+    pacer = WritePacer(min_interval=0.0, per_minute=80, clock=SYSTEM_CLOCK, max_wait=0.1)
+    holding, release = threading.Event(), threading.Event()
+
+    def slow_write() -> None:
+        with pacer.turn("org-a"):
+            holding.set()
+            release.wait(5)
+
+    writer = threading.Thread(target=slow_write)
+    writer.start()
+    try:
+        assert holding.wait(5)
+        with pytest.raises(GitHubRetryableError):
+            _take_turn(pacer, "org-a")
+    finally:
+        release.set()
+        writer.join(timeout=5)
+    _take_turn(pacer, "org-a")  # the lock was released by the refused turn too
+
+
 def test_pacer_spaces_a_write_from_the_end_of_a_slow_one() -> None:
     # GitHub sees a request when it arrives, not when we sent it: a slow write
     # must not let the next one land closer than the interval.

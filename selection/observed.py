@@ -11,7 +11,7 @@ lambda counts as the top-level symbol that defines it).
 
 JSON artifact (schema `spyre-ci/deps`, version 1):
 
-    {"schema": "spyre-ci/deps", "schema_version": 1,
+    {"schema": "spyre-ci/deps", "schema_version": 2,
      "torch_version": "2.13.0+cpu", "torch_git_version": "<sha>", "device": "spyre",
      "recorded_at": "2026-12-01T09:00:00Z", "paths": ["eager", "method", ...],
      "pairs": [{"database": "opinfo", "op": "add", "dtype": "float16", "status": "ok",
@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = "spyre-ci/deps"
-SCHEMA_VERSION = 1
+# 2: what only the compiled paths ran is kept apart (compiled_aten, compiled_functions); a
+# version-1 map counts it as eager, so a compile-only function would reach every instance.
+SCHEMA_VERSION = 2
 
 Pair = tuple[str, str, str]  # (database, op full name, dtype)
 

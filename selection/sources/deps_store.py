@@ -40,7 +40,7 @@ CREATE TABLE uses (pair_id INTEGER NOT NULL, name_id INTEGER NOT NULL,
     PRIMARY KEY (pair_id, name_id)) WITHOUT ROWID;
 CREATE INDEX uses_by_name ON uses (name_id);
 """
-_META_KEYS = ("torch_version", "torch_git_version", "device", "recorded_at")
+_META_KEYS = ("schema_version", "torch_version", "torch_git_version", "device", "recorded_at")
 _JSON_META = ("paths", "settings", "baseline")
 _KINDS = NAME_LISTS
 ROW_EXTRAS = ("steps", "errors", "seconds", "cpu_seconds")  # optional numbers per row
@@ -137,8 +137,9 @@ def read_document(path: Path) -> dict[str, Any]:
         for kind in NAME_LISTS:
             if kind in row:
                 row[kind].sort()
-    doc: dict[str, Any] = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION}
+    doc: dict[str, Any] = {"schema": SCHEMA}
     doc |= {key: meta.get(key, "") for key in _META_KEYS}
+    doc["schema_version"] = stored_schema_version(meta)
     doc |= {key: meta[key] for key in _JSON_META if meta.get(key) is not None}
     doc["pairs"] = sorted(rows.values(), key=lambda r: (r["database"], r["op"], r["dtype"]))
     return doc
@@ -200,15 +201,34 @@ def find_map(cache_dir: Path, torch_version: str, device: str) -> Path | None:
     return chosen.path if chosen is not None else None
 
 
+class StaleMap(Exception):
+    """A map written by an older recorder, whose figures mean something else now."""
+
+
+def stored_schema_version(meta: dict[str, Any]) -> int:
+    """The map's schema version; maps from before it was stored are version 1."""
+    try:
+        return int(meta.get("schema_version") or 1)
+    except ValueError:
+        return 1
+
+
 def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedMap | None:
     """The recorded map serving (torch_version, device), or None when there is none.
 
-    Reads SQLite only (no torch). A map that cannot be read counts as absent.
+    Reads SQLite only (no torch). A map that cannot be read counts as absent; one of an
+    older schema raises StaleMap (the caller says so: it is not silently used).
     """
     path = find_map(cache_dir, torch_version, device)
     if path is None:
         return None
     try:
+        version = stored_schema_version(read_meta(path))
+        if version != SCHEMA_VERSION:
+            raise StaleMap(
+                f"{path} was recorded by an older spyre-ci (map schema {version}, this one "
+                f"reads {SCHEMA_VERSION}: what only compiled paths ran was not kept apart)"
+            )
         return _observed_from(path)
     except sqlite3.Error:
         return None

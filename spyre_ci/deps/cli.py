@@ -163,6 +163,8 @@ def _store(cache: Path, doc: dict[str, Any], out: Path | None) -> Path:
         old = read_document(target) if target.is_file() else None
     except sqlite3.Error:
         old = None
+    if old is not None and old.get("schema_version") != doc.get("schema_version"):
+        old = None  # an older recorder's pairs mean something else: replaced, not merged
     whole = merged(old, doc)
     try:
         stored = write_document(cache, whole)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from selection.observed import SCHEMA_VERSION
 from selection.sources.deps_store import load_observed
 from spyre_ci.cli import cli
 
@@ -57,7 +58,7 @@ def test_record_then_export_import_and_load(tmp_path: Path) -> None:
 def test_import_names_the_bad_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({
-        "schema": "spyre-ci/deps", "schema_version": 1, "torch_version": "2.13.0",
+        "schema": "spyre-ci/deps", "schema_version": SCHEMA_VERSION, "torch_version": "2.13.0",
         "device": "spyre", "pairs": [{"database": "opinfo", "op": "add", "dtype": "float16",
                                       "status": "ok", "aten": ["add", 3]}],
     }))  # fmt: skip

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from selection.observed import ObservedMap
+from selection.observed import SCHEMA_VERSION, ObservedMap
 from selection.sources.deps_store import (
     find_map,
     list_maps,
+    StaleMap,
     load_observed,
     map_path,
     merged,
@@ -23,7 +24,7 @@ from selection.sources.deps_store import (
 def _doc(version: str = "2.13.0+cpu", device: str = "spyre", **extra: Any) -> dict[str, Any]:
     return {
         "schema": "spyre-ci/deps",
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "torch_version": version,
         "torch_git_version": "abc",
         "device": device,
@@ -155,3 +156,16 @@ def test_unreadable_file_is_no_map(tmp_path: Path) -> None:
     assert load_observed(tmp_path, "2.13.0", "spyre") is None
     with pytest.raises(sqlite3.DatabaseError):
         read_document(tmp_path / "deps" / "torch-2.13.0--spyre.sqlite")
+
+
+def test_a_map_of_an_older_schema_is_not_used_and_says_why(tmp_path: Path) -> None:
+    """A version-1 map counted what only torch.compile ran as eager: used today, one
+    compile-only function would reach every instance of every pair that compiled."""
+    path = write_document(tmp_path, _doc())
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute("DELETE FROM meta WHERE key = 'schema_version'")  # as v1 wrote it
+    connection.close()
+    with pytest.raises(StaleMap, match=r"map schema 1, this one reads 2"):
+        load_observed(tmp_path, "2.13.0", "spyre")
+    assert read_document(path)["schema_version"] == 1  # exported as what it is

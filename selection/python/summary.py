@@ -4,7 +4,8 @@ A *use* is a dotted chain a symbol's code names in a way that runs it: a call
 (`F.gelu(x)`), a decorator, an argument (`sample_inputs_func=sample_inputs_foo`), a base
 class, or a plain reference (`fn = _refs.add`). Uses are collected from the code that can
 run on our device (selection.python.for_us): a helper reached only through another
-device's path reaches nothing here.
+device's path reaches nothing here. The classes an `isinstance`/`issubclass` test compares
+with are not uses: comparing types runs none of their code.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from selection.python.chains import Chain, chain_of
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.names import ModuleNames
 
+# Builtins comparing an object's type with classes they are given: no code of theirs runs.
+_CLASS_TESTS = {("isinstance",), ("issubclass",)}
 # Builtins that only read what they are given (a class passed to them is not constructed).
 _TYPE_CHECKS = {
     (name,)
@@ -182,8 +185,17 @@ class _UseCollector:
                 return
         if isinstance(node, ast.Call):
             self._visit(node.func, "call")
-            # isinstance(x, Foo) only reads Foo: not a construction of it
-            how = "reference" if chain_of(node.func) in _TYPE_CHECKS else "argument"
+            func = chain_of(node.func)
+            if func in _CLASS_TESTS and len(node.args) == 2:
+                # isinstance(x, (bool, SymBool)) compares types: no code of SymBool runs
+                self._visit(node.args[0], "reference")
+                classes = node.args[1]
+                for item in classes.elts if isinstance(classes, ast.Tuple) else [classes]:
+                    if not isinstance(item, (ast.Name, ast.Attribute)):
+                        self._visit(item, "reference")  # a call computing the classes runs
+                return
+            # getattr(x, "f") only reads x: not a construction of it
+            how = "reference" if func in _TYPE_CHECKS else "argument"
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 self._visit(arg, how)
             return

@@ -1,0 +1,50 @@
+"""What a module's symbols use (selection.python.summary): the edges of the link graph."""
+
+from __future__ import annotations
+
+import ast
+
+from selection.python.names import ModuleNames
+from selection.python.summary import summarize
+
+SOURCE = """
+import builtins
+import torch
+
+
+def _check_with(error_type, cond, message):
+    if not isinstance(cond, (builtins.bool, torch.SymBool)):
+        raise TypeError(f"cond must be a bool, but got {type(cond)}")
+    if issubclass(error_type, ValueError) or isinstance(cond, _bool_types()):
+        raise error_type(message())
+
+
+def _fused_cuda(x):
+    return x
+
+
+def silu(x):
+    if x.device.type == "cuda":
+        return _fused_cuda(x)
+    return x * torch.sigmoid(x)
+"""
+
+
+def _summary() -> object:
+    path = "torch/helpers.py"
+    return summarize(path, ast.parse(SOURCE), SOURCE, ModuleNames([path, "torch/__init__.py"]))
+
+
+def test_the_classes_a_type_test_compares_with_are_not_uses_but_what_it_calls_is() -> None:
+    summary = _summary()
+    used = {".".join(u.chain) for u in summary.uses["_check_with"]}  # type: ignore[attr-defined]
+    assert "torch.SymBool" not in used and "ValueError" not in used
+    assert {"cond", "error_type", "_bool_types", "message", "isinstance"} <= used
+
+
+def test_a_call_only_another_devices_branch_makes_is_kept_apart() -> None:
+    summary = _summary()
+    ours = {".".join(u.chain) for u in summary.uses["silu"]}  # type: ignore[attr-defined]
+    theirs = {".".join(u.chain) for u in summary.device_uses["silu"]}  # type: ignore[attr-defined]
+    assert "_fused_cuda" in theirs and "_fused_cuda" not in ours
+    assert "torch.sigmoid" in ours

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.sources.wheels import wanted_member  # noqa: E402
+from selection.sources.wheels import wanted_member
 
 
 def analysed_members(wheel: Path) -> dict[str, str]:

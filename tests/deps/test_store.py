@@ -10,9 +10,9 @@ import pytest
 
 from selection.observed import SCHEMA_VERSION, ObservedMap
 from selection.sources.deps_store import (
+    StaleMap,
     find_map,
     list_maps,
-    StaleMap,
     load_observed,
     map_path,
     merged,

@@ -86,6 +86,8 @@ def uses_of(
             targets = _method_fallback(use, tensor, resolver.aten_ops, library)
         step = Step(summary.path, qualname, _describe(use))
         for target in targets:
+            if use.how == "compared" and methods_of(target):
+                continue  # a class compared as a value (selection.python.summary)
             yield target, KIND, step
             if use.how in CONSTRUCTING:
                 for method in methods_of(target):

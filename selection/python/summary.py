@@ -4,8 +4,9 @@ A *use* is a dotted chain a symbol's code names in a way that runs it: a call
 (`F.gelu(x)`), a decorator, an argument (`sample_inputs_func=sample_inputs_foo`), a base
 class, or a plain reference (`fn = _refs.add`). Uses are collected from the code that can
 run on our device (selection.python.for_us): a helper reached only through another
-device's path reaches nothing here. The classes an `isinstance`/`issubclass` test compares
-with are not uses: comparing types runs none of their code.
+device's path reaches nothing here. The classes an `isinstance`/`issubclass` test or a comparison
+(`typ in (bool, SymBool)`) compares with, and annotations, are not uses: none of their code
+runs.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ _TYPE_CHECKS = {
 @dataclass(frozen=True)
 class Use:
     chain: Chain  # ("torch", "nn", "functional", "gelu"), ("self", "helper"), ("aten", "add", "Tensor")
-    how: str  # call | decorator | argument | base | reference
+    how: str  # call | decorator | argument | base | reference | compared
     line: int
 
 
@@ -198,6 +199,20 @@ class _UseCollector:
             how = "reference" if func in _TYPE_CHECKS else "argument"
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 self._visit(arg, how)
+            return
+        if isinstance(node, ast.AnnAssign):
+            # `x: list[int | torch.SymInt] = ...`: the annotation is never run
+            for part in (node.target, node.value):
+                if part is not None:
+                    self._visit(part, "reference")
+            return
+        if isinstance(node, ast.Compare):
+            # `typ in (bool, torch.SymBool)`: a class compared as a value runs none of its
+            # code (uses_of drops such uses of classes; a compared list is still read)
+            for operand in (node.left, *node.comparators):
+                items = operand.elts if isinstance(operand, (ast.Tuple, ast.List)) else [operand]
+                for item in items:
+                    self._visit(item, "compared")
             return
         for child in ast.iter_child_nodes(node):
             self._visit(child, "reference")

@@ -19,6 +19,14 @@ def _check_with(error_type, cond, message):
         raise error_type(message())
 
 
+def type_to_dtype(typ):
+    shape: list[int | torch.SymInt] = [1]
+    if typ in (bool, torch.SymBool) or typ == _default_type():
+        return torch.bool
+    if typ in _known_types:
+        return shape
+
+
 def _fused_cuda(x):
     return x
 
@@ -48,3 +56,12 @@ def test_a_call_only_another_devices_branch_makes_is_kept_apart() -> None:
     theirs = {".".join(u.chain) for u in summary.device_uses["silu"]}  # type: ignore[attr-defined]
     assert "_fused_cuda" in theirs and "_fused_cuda" not in ours
     assert "torch.sigmoid" in ours
+
+
+def test_annotations_are_not_uses_and_compared_values_are_kept_as_compared() -> None:
+    summary = _summary()
+    uses = {".".join(u.chain): u.how for u in summary.uses["type_to_dtype"]}  # type: ignore[attr-defined]
+    assert "torch.SymInt" not in uses and "int" not in uses  # the annotation
+    # kept, marked: the link graph drops a compared class, never a compared list
+    assert uses["torch.SymBool"] == uses["_known_types"] == "compared"
+    assert uses["_default_type"] == "call"

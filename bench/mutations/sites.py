@@ -18,6 +18,7 @@ from mutations.edits import lines_of
 from mutations.entries import OTHER_DEVICES, Entry
 from mutations.model import ENTRIES, EXECUTION, Site, TruthSpec
 from mutations.operators import Change, body_changes
+from selection.python.chains import chain_of
 
 INTERNAL = "torch/testing/_internal"
 DATABASE_FILES = (f"{INTERNAL}/common_methods_invocations.py", f"{INTERNAL}/opinfo/definitions/")
@@ -76,16 +77,6 @@ def functions_in(tree: ast.Module) -> Iterator[tuple[str, FunctionNode]]:
                     yield f"{stmt.name}.{member.name}", member
 
 
-def _chain(node: ast.AST) -> list[str]:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return parts[::-1]
-
-
 def _strings(node: ast.expr) -> list[str]:
     items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
     return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
@@ -107,7 +98,7 @@ def names_other_device(test: ast.expr) -> bool:
         found = _strings(test.left) + _strings(test.comparators[0])
         return bool(found) and all(s.lower() in OTHER_DEVICES for s in found)
     if isinstance(test, ast.Call):
-        chain = _chain(test.func)
+        chain = list(chain_of(test.func))
         return chain[-1:] == ["is_available"] and any(p in OTHER_DEVICES for p in chain)
     return False
 
@@ -119,7 +110,7 @@ def left_alone(node: ast.AST) -> bool:
         return False
     test = node.test
     if isinstance(test, ast.Call):
-        chain = _chain(test.func)
+        chain = list(chain_of(test.func))
         if chain and chain[-1].startswith("has_torch_function"):
             return True
     if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
@@ -135,7 +126,7 @@ def _infers_op(node: FunctionNode) -> bool:
     """Decorated by a reference factory left to infer the ATen op from the name."""
     for deco in node.decorator_list:
         if isinstance(deco, ast.Call):
-            name = _chain(deco.func)[-1:] or [""]
+            name = list(chain_of(deco.func))[-1:] or [""]
             if (
                 name[0].startswith("_make_")
                 and "reference" in name[0]

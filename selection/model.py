@@ -7,6 +7,8 @@ agent decided (triage).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -116,8 +118,9 @@ class TestInstance:
     op_variant: str = ""  # the variant_test_name part of `op`, if any
     database: str = "opinfo"  # "moduleinfo": `op` names a ModuleInfo (nn.Linear)
 
-    @property
+    @functools.cached_property
     def node_id(self) -> str:
+        # cached: the map stage asks for it tens of millions of times in a release upgrade
         return f"{self.file}::{self.device_class}::{self.name}"
 
 

@@ -87,8 +87,12 @@ def _count(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: i
             bound += counts[key]
     if bound <= limit:
         return bound
-    ids = {i.node_id for i in _instances_of(bits, index)}
-    return len(ids & within if within is not None else ids)
+    # many changes reach the same roots (every caller of torch._check): count each set once
+    exact: dict[Bits, int] = index.memo(f"resolve.exact.{id(within)}", dict)
+    if bits not in exact:
+        ids = {i.node_id for i in _instances_of(bits, index)}
+        exact[bits] = len(ids & within if within is not None else ids)
+    return exact[bits]
 
 
 def _pair(inst: TestInstance) -> Pair | None:

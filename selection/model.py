@@ -8,7 +8,6 @@ agent decided (triage).
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 from enum import StrEnum
 

@@ -166,6 +166,21 @@ def retry_later(
         )
 
 
+def defer(store: Store, job: Job, *, owner: str, until: float) -> bool:
+    """Release the lease and run the job again at `until`, as if this claim had not happened:
+    not an attempt, not a failure (our own pacing, never the target's answer)."""
+    with store.transaction() as tx:
+        return (
+            tx.execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_expires_at = NULL,"
+                " next_attempt_at = ?, attempts = attempts - 1"
+                " WHERE job_id = ? AND lease_owner = ? AND state = 'pending'",
+                (until, job.job_id, owner),
+            )
+            == 1
+        )
+
+
 def dead_letter(store: Store, job: Job, *, owner: str, error: str, now: float) -> bool:
     """Move a job that exhausted its attempts (or cannot succeed) to `dead_letters`."""
     with store.transaction() as tx:

@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from relay.dispatch.policy import RetryPolicy, next_attempt_at
-from relay.jobs import PermanentError, RetryableError
-from relay.outbox import Job, claim, complete, dead_letter, prune, retry_later
+from relay.jobs import Deferred, PermanentError, RetryableError
+from relay.outbox import Job, claim, complete, dead_letter, defer, prune, retry_later
 from relay.state import RelayState
 from relay.store import StoreUnavailable, Tx
 
@@ -130,6 +130,11 @@ class Worker:
         metrics = self.state.metrics
         try:
             record = self.handlers[job.kind](job)
+        except Deferred as exc:
+            until = self.state.clock.now() + exc.seconds
+            defer(self.state.store, job, owner=self.owner, until=until)
+            log.info("job deferred %.1f s: %s", exc.seconds, exc, extra=extra)
+            return
         except PermanentError as exc:
             self._dead(job, str(exc), extra)
             return

@@ -56,6 +56,9 @@ class _JobReporter:
         return row
 
 
+HUD_CONVERGE_ROUNDS = 3
+
+
 class HudForwarder(_JobReporter):
     def __init__(self, state: RelayState, settings: CallbackSettings) -> None:
         super().__init__(state, settings)
@@ -64,10 +67,18 @@ class HudForwarder(_JobReporter):
         weakref.finalize(self, self.http.close)
 
     def __call__(self, job: Job) -> None:
-        row = self._row(job)
         key = self.settings.hud_key.get_secret_value() if self.settings.hud_key else None
-        record = hud_record(row, job.body.get("level"), callback_payload_of(row))
-        forward(self.http, job.target, key, record)
+        sent: dict[str, object] | None = None
+        # The HUD keeps the last write of a row. Two workers may forward one row's states
+        # (in_progress, completed) at once, and the older read can arrive last: after each
+        # write the row is read again, and written again until what was sent is current.
+        for _ in range(HUD_CONVERGE_ROUNDS):
+            row = self._row(job)
+            record = hud_record(row, job.body.get("level"), callback_payload_of(row))
+            if record == sent:
+                return None
+            forward(self.http, job.target, key, record)
+            sent = record
         return None
 
 

@@ -8,8 +8,8 @@ the next, one write at a time per account, and at most
 
 from __future__ import annotations
 
-import math
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -27,6 +27,7 @@ from relay.github.errors import (
     GitHubRetryableError,
     interpret,
 )
+from relay.jobs import Deferred
 
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 
@@ -66,13 +67,16 @@ class WritePacer:
         of when it comes, so the job is tried again then, its lease released."""
         with self._lock:
             account = self._accounts.setdefault(key, _AccountWrites())
+        # one budget for both waits: for the account's lock, then for the turn itself
+        started = time.monotonic()
         acquired = account.lock.acquire(timeout=-1 if self.max_wait is None else self.max_wait)
         if not acquired:
             raise self._too_far(key, self._min_interval or 1.0)
         try:
             wait = self._next_start(account) - self._clock.now()
-            if self.max_wait is not None and wait > self.max_wait:
-                raise self._too_far(key, wait)
+            budget = None if self.max_wait is None else self.max_wait - (time.monotonic() - started)
+            if budget is not None and wait > 0 and wait > budget:
+                raise self._too_far(key, max(wait, self._min_interval or 1.0))
             self._clock.sleep(wait)
             account.starts.append(self._clock.now())
             try:
@@ -82,11 +86,11 @@ class WritePacer:
         finally:
             account.lock.release()
 
-    def _too_far(self, key: str, wait: float) -> GitHubRetryableError:
-        return GitHubRetryableError(
+    def _too_far(self, key: str, wait: float) -> Deferred:
+        return Deferred(
             f"write pacing: the next write turn for {key or 'the account'} is {wait:.1f} s"
             f" away, more than a job can wait within its lease ({self.max_wait:.1f} s)",
-            headers={"retry-after": str(max(1, math.ceil(wait)))},
+            seconds=max(1.0, wait),
         )
 
     def _next_start(self, account: _AccountWrites) -> float:

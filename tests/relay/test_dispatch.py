@@ -236,3 +236,34 @@ def test_results_are_taken_before_new_triggers(dispatching_relay: InProcessRelay
     while worker.run_once():
         pass
     assert done == ["hud", "dispatch"]
+
+
+def test_a_deferred_job_runs_again_later_without_counting_an_attempt(
+    dispatching_relay: InProcessRelay,
+) -> None:
+    """Our own write pacing defers a job (relay.jobs.Deferred): with `max_attempts` set, a
+    burst of deferrals must never dead-letter a job its target never refused."""
+    from relay.jobs import Deferred
+    from relay.outbox import Job, enqueue
+
+    state = dispatching_relay.state
+    calls: list[int] = []
+
+    def pacing(job: Job) -> None:
+        calls.append(job.attempts)
+        if len(calls) < 5:
+            raise Deferred("write pacing: no turn within the lease", seconds=30.0)
+
+    worker = Worker(state, handlers={"dispatch": pacing})
+    with state.store.transaction() as tx:
+        enqueue(tx, kind="dispatch", target="o/r", body={}, dedupe_key="d", now=0.0)
+    for _ in range(5):
+        assert worker.run_once() == 1
+        assert worker.run_once() == 0  # deferred: not ready for another 30 s
+        with state.store.transaction() as tx:
+            tx.execute("UPDATE outbox SET next_attempt_at = 0")  # let those 30 s pass
+    assert calls == [1, 1, 1, 1, 1]  # each claim is its first attempt again
+    with state.store.transaction(write=False) as tx:
+        assert tx.scalar("SELECT COUNT(*) FROM dead_letters") == 0
+        assert tx.scalar("SELECT state FROM outbox WHERE dedupe_key = 'd'") == "done"
+        assert tx.scalar("SELECT first_failed_at FROM outbox WHERE dedupe_key = 'd'") is None

@@ -12,6 +12,7 @@ from relay.clock import SYSTEM_CLOCK, ManualClock
 from relay.config import GitHubConfig
 from relay.github.client import GitHubClient, WritePacer
 from relay.github.errors import GitHubRetryableError
+from relay.jobs import Deferred
 from tests.relay.conftest import dispatching_config
 from tests.support.fake_github import FakeGitHub
 from tests.support.relay_server import InProcessRelay, fixture_body, post_webhook
@@ -110,23 +111,24 @@ def test_pacer_spaces_writes_and_caps_them_per_minute() -> None:
     assert times == [0.0, 1.0, 2.0, 60.0, 61.0]
 
 
-def test_a_turn_further_away_than_a_lease_allows_is_a_retry_at_that_turn() -> None:
+def test_a_turn_further_away_than_a_lease_allows_defers_the_job_to_that_turn() -> None:
     """A job holds its lease while it waits: past the lease another worker would send it
-    too. So the pacer gives the job back, asking to be tried when its turn comes."""
+    too. So the pacer gives the job back, to be run when its turn comes (Deferred: not an
+    attempt, not a failure)."""
     clock = ManualClock(0.0)
     pacer = WritePacer(min_interval=1.0, per_minute=2, clock=clock, max_wait=4.0)
     _take_turn(pacer)
     _take_turn(pacer)  # 1 s later: within max_wait
-    with pytest.raises(GitHubRetryableError) as refused:
+    with pytest.raises(Deferred) as refused:
         _take_turn(pacer)  # the per-minute cap: the next turn is at 60 s
-    assert refused.value.headers == {"retry-after": "59"}
+    assert refused.value.seconds == 59.0
     assert "59.0 s away, more than a job can wait within its lease (4.0 s)" in str(refused.value)
     assert clock.now() == 1.0  # nothing waited
     clock.advance(59.0)
     _take_turn(pacer)  # the retry, at its turn
 
 
-def test_a_write_turn_held_too_long_by_another_thread_is_a_retry() -> None:
+def test_a_write_turn_held_too_long_by_another_thread_defers_the_job() -> None:
     pacer = WritePacer(min_interval=0.0, per_minute=80, clock=SYSTEM_CLOCK, max_wait=0.1)
     holding, release = threading.Event(), threading.Event()
 
@@ -139,7 +141,7 @@ def test_a_write_turn_held_too_long_by_another_thread_is_a_retry() -> None:
     writer.start()
     try:
         assert holding.wait(5)
-        with pytest.raises(GitHubRetryableError):
+        with pytest.raises(Deferred):
             _take_turn(pacer, "org-a")
     finally:
         release.set()

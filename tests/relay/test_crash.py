@@ -101,6 +101,19 @@ def _open_work(store_url: str) -> int:
         store.close()
 
 
+def _pending(store_url: str) -> list[dict[str, object]]:
+    """What is still open, for the message of a run that did not settle."""
+    store = open_store(store_url)
+    try:
+        with store.transaction(write=False) as tx:
+            return tx.fetchall(
+                "SELECT kind, target, delivery_id, attempts, next_attempt_at, lease_owner,"
+                " last_error FROM outbox WHERE state = 'pending'"
+            )
+    finally:
+        store.close()
+
+
 def _results(store_url: str) -> list[dict[str, object]]:
     store = open_store(store_url)
     try:
@@ -191,12 +204,16 @@ def test_each_result_arrives_once_when_web_and_workers_are_killed(
                     time.sleep(0.2)
                 open_work = _open_work(store_url)
                 settled = downstream.wait_idle(timeout=1)
-                runs = downstream.outcomes()  # while the relay still answers late runs
+                # while the relay still answers late runs; unsettled, the logs say why
+                runs = downstream.outcomes() if open_work == 0 and settled else []
             finally:
                 for process in (server, *workers):
                     process.stop()
         logs = "\n".join(p.log()[-3000:] for p in (server, *workers))
-        assert open_work == 0 and settled, f"not settled after {SETTLE_TIMEOUT} s:\n{logs}"
+        assert open_work == 0 and settled, (
+            f"not settled after {SETTLE_TIMEOUT} s: open {_pending(store_url)}, "
+            f"downstream {downstream.state()}:\n{logs}"
+        )
 
     assert dict(kills) == {"web": 3, "worker": 3}
     assert len(sender.acknowledged) == DELIVERIES

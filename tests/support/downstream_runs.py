@@ -102,6 +102,15 @@ class DownstreamRuns:
             time.sleep(0.1)
         return False
 
+    def state(self) -> str:
+        """Dispatches seen / recorded, runs started / finished (for failure messages)."""
+        with self._lock:
+            futures, seen = list(self._futures), self._seen
+        with self.github.lock:
+            recorded = len(self.github.dispatches)
+        done = sum(1 for f in futures if f.done())
+        return f"seen {seen} of {recorded} dispatches, {done} of {len(futures)} runs finished"
+
     def outcomes(self, timeout: float = 30.0) -> list[RunOutcome]:
         """One outcome per started run, waiting (up to `timeout`) for runs still going: a
         run that has not finished is a run too, never silently left out."""

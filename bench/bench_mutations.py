@@ -163,7 +163,7 @@ def _mode_record(run: ModeRun, truth: set[str], single: bool) -> dict[str, Any]:
 
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
-        from selection.sources.deps_store import load_observed
+        from selection.sources.deps_store import StaleMap, load_observed
         from spyre_ci.deps.scope import installed_torch_root
 
         self.args = args
@@ -171,7 +171,11 @@ class Bench:
         torch_root = installed_torch_root()
         self.sources = release_sources(self.cache)
         check_installed(self.sources, torch_root)
-        self.observed = load_observed(self.cache, VERSION, "spyre")
+        try:
+            self.observed = load_observed(self.cache, VERSION, "spyre")
+        except StaleMap as exc:  # the recorded mode is then static, and says so
+            print(f"recorded map not used: {exc}", file=sys.stderr)
+            self.observed = None
         self.work = Path(tempfile.mkdtemp(prefix="spyre-ci-mutations-"))
         self.reused = calibrate(self.sources, self.work, self.cache)
         self.in_scope = sorted({i.pair for i in self.reused if i.pair is not None})

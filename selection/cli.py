@@ -65,7 +65,7 @@ class _Progress:
             DownloadColumn(),
             TimeElapsedColumn(),
             console=console,
-            transient=False,
+            transient=True,  # an empty bar would leave a blank line before an error
         )
         self.tasks: dict[str, TaskID] = {}
 
@@ -348,15 +348,32 @@ def _select(kw: dict[str, Any], console: Console) -> int:
     return EXIT_SELECTED if state.candidates else EXIT_EMPTY
 
 
+SHOWN_BLIND_SPOTS = 5
+
+
 def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
     reused = state.reused_total
     selected = len(state.candidates)
     ratio = f" ({100 * selected / reused:.1f} % of {reused} reused)" if reused else ""
+    # The run's own blind spots (no test/ tree, no C++) first; symbols nothing links are
+    # many in a release upgrade: a count here, every one in the report.
+    spots = sorted(state.blind_spots, key=lambda s: "linked to no reused test" in s)
+    for spot in spots[:SHOWN_BLIND_SPOTS]:
+        console.print(f"[yellow]blind spot:[/] {spot}")
+    if len(spots) > SHOWN_BLIND_SPOTS:
+        console.print(
+            f"[yellow]… and {len(spots) - SHOWN_BLIND_SPOTS} more blind spots[/] "
+            "(each covered by a canary; listed in report.md, 'Blind spots')"
+        )
+    no_effect = len(state.mapped.no_effect) if state.mapped is not None else 0
+    if not selected and no_effect:
+        console.print(
+            f"{no_effect} changes, none of which affects a reused test here: "
+            "each reason is in report.md ('Changes that affect nothing here')"
+        )
     console.print(
         f"[bold]selected {selected} tests[/]{ratio}: {state.request.base.label} -> {state.request.head.label}"
     )
-    for spot in state.blind_spots:
-        console.print(f"[yellow]blind spot:[/] {spot}")
     out = Console()  # stdout: where the outputs are, for people and scripts
     for name in ("report.html", "report.md", "selection.json"):
         out.print(f"{name}: {paths[name].resolve()}", highlight=False, soft_wrap=True)

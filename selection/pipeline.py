@@ -165,6 +165,17 @@ def prepare(
     """The request, plus notes on what was left out (e.g. diff paths missing from the base)."""
     mode = _mode(options)
     extra: list[str] = []
+    # Local inputs first: a missing manifest must not wait for a download or a fetch.
+    try:
+        backend = BackendScope.load(options.manifests or None)
+    except Exception as exc:  # ManifestError and friends carry file:line messages
+        raise BadInput(f"manifests: {exc}") from exc
+    facts = load_device_facts(options.capabilities)
+    if facts.problem:
+        if options.capabilities is not None:  # asked for by name: not usable is bad input
+            raise BadInput(f"--capabilities {options.capabilities}: {facts.problem}")
+        extra.append(facts.problem)
+    _check_deps_readable(options.deps)
     if mode == "release":
         repo, (base, head) = _releases(
             options, [options.from_ or "", options.to or ""], progress, note, extra
@@ -191,17 +202,8 @@ def prepare(
             f"{p}: not in the base tree ({base.label}); its hunks were not analysed"
             for p in excluded
         ]
-    try:
-        backend = BackendScope.load(options.manifests or None)
-    except Exception as exc:  # ManifestError and friends carry file:line messages
-        raise BadInput(f"manifests: {exc}") from exc
     base_trees, head_trees = _trees(repo, base, head, options.pytorch_src)
     paths = changed_paths(repo, base.sha, head.sha)
-    facts = load_device_facts(options.capabilities)
-    if facts.problem:
-        if options.capabilities is not None:  # asked for by name: not usable is bad input
-            raise BadInput(f"--capabilities {options.capabilities}: {facts.problem}")
-        extra.append(facts.problem)
     observed, deps_note = _observed(options, base, base_trees)
     extra.append(deps_note)
     request = SelectionRequest(
@@ -230,6 +232,15 @@ def base_torch_version(base: Revision, trees: ParsedTrees) -> str:
         return base.version
     found = _VERSION_LINE.search(trees.tree.read("torch/version.py") or "")
     return found.group(1) if found else ""
+
+
+def _check_deps_readable(deps: str) -> None:
+    if deps in ("auto", "none"):
+        return
+    try:
+        Path(deps).open("rb").close()
+    except OSError as exc:
+        raise BadInput(f"--deps {deps}: cannot read: {exc.strerror or exc}") from exc
 
 
 def _check_serves(path: Path, observed: ObservedMap, version: str, device: str) -> None:

@@ -214,6 +214,6 @@ def load_capabilities(path: Path | None = None) -> Capabilities:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise CapabilityError(
-            [ManifestIssue(str(path), None, None, "", f"cannot read: {exc}")]
+            [ManifestIssue(str(path), None, None, "", f"cannot read: {exc.strerror or exc}")]
         ) from exc
     return capabilities_from_text(text, str(path))

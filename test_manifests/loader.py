@@ -93,7 +93,9 @@ def load_manifest(path: str | Path) -> Manifest:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ManifestError([ManifestIssue(file, None, None, "", f"cannot read: {exc}")]) from exc
+        raise ManifestError(
+            [ManifestIssue(file, None, None, "", f"cannot read: {exc.strerror or exc}")]
+        ) from exc
     return manifest_from_text(text, file)
 
 

@@ -109,7 +109,8 @@ class _Walk:
 
     def _op_hops(self, node: Node) -> int:
         """How many ops (through the dispatcher) the chain to `node` passed already."""
-        hops, current = 0, node
+        hops = 0
+        current: Node | None = node
         while current is not None:
             hops += self.items[current].kind == "op"
             current = self.parent[current][0]

@@ -168,6 +168,8 @@ class _UseCollector:
         kept = len(self.uses)
         for item in for_us([node], self.tests, decorators=False):
             self._visit(item, how)
+        for guard in _guards(node):
+            self._visit(guard, "reference")  # `if can_fuse(x) and x.is_cuda:` runs here
         ours = set(self.uses[kept:])
         everything = _UseCollector(self.tests)
         everything._visit(node, how)
@@ -192,8 +194,8 @@ class _UseCollector:
                 self._visit(node.args[0], "reference")
                 classes = node.args[1]
                 for item in classes.elts if isinstance(classes, ast.Tuple) else [classes]:
-                    if not isinstance(item, (ast.Name, ast.Attribute)):
-                        self._visit(item, "reference")  # a call computing the classes runs
+                    # compared: uses_of drops a class, keeps a tuple (`IntLike`) and calls
+                    self._visit(item, "compared")
                 return
             # getattr(x, "f") only reads x: not a construction of it
             how = "reference" if func in _TYPE_CHECKS else "argument"
@@ -229,6 +231,19 @@ class _UseCollector:
                     self._visit(default, "argument")
         for stmt in node.body:
             self._visit(stmt, "reference")
+
+
+def _guards(node: ast.AST) -> list[ast.expr]:
+    """The conditions for_us may drop along with the code they guard: the tests of `if`s and
+    conditional expressions, and the values of assignments (a name later used as a guard).
+    They are evaluated on every device, so what they call is a use here."""
+    found: list[ast.expr] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.If, ast.IfExp)):
+            found.append(sub.test)
+        elif isinstance(sub, ast.Assign):
+            found.append(sub.value)
+    return found
 
 
 def is_test_code(path: str) -> bool:

@@ -154,6 +154,7 @@ class MapSummary:
     recorded: int
     failed: int
     failures: tuple[tuple[Pair, str], ...]
+    schema_version: int = SCHEMA_VERSION
 
 
 def summarize(path: Path) -> MapSummary:
@@ -167,6 +168,7 @@ def summarize(path: Path) -> MapSummary:
     return MapSummary(
         path, meta.get("torch_version", ""), meta.get("device", ""),
         meta.get("recorded_at", ""), len(rows) - len(failures), len(failures), failures,
+        stored_schema_version(meta),
     )  # fmt: skip
 
 
@@ -187,8 +189,15 @@ def public_version(version: str) -> str:
 
 
 def choose_map(maps: Iterable[MapSummary], torch_version: str, device: str) -> MapSummary | None:
-    """The map that serves (torch_version, device), per the rule in the module docstring."""
-    candidates = [m for m in maps if m.device == device]
+    """The map that serves (torch_version, device), per the rule in the module docstring;
+    a map of the current schema before any older one (which only serves to say it is
+    stale when it is all there is)."""
+    serving = [m for m in maps if m.device == device]
+    current = [m for m in serving if m.schema_version == SCHEMA_VERSION]
+    return _choose_version(current, torch_version) or _choose_version(serving, torch_version)
+
+
+def _choose_version(candidates: list[MapSummary], torch_version: str) -> MapSummary | None:
     exact = [m for m in candidates if m.torch_version == torch_version]
     close = exact or [
         m for m in candidates if public_version(m.torch_version) == public_version(torch_version)
@@ -219,11 +228,11 @@ def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedM
     Reads SQLite only (no torch). A map that cannot be read counts as absent; one of an
     older schema raises StaleMap (the caller says so: it is not silently used).
     """
-    path = find_map(cache_dir, torch_version, device)
-    if path is None:
+    chosen = choose_map(list_maps(cache_dir), torch_version, device)
+    if chosen is None:
         return None
+    path, version = chosen.path, chosen.schema_version
     try:
-        version = stored_schema_version(read_meta(path))
         if version != SCHEMA_VERSION:
             raise StaleMap(
                 f"{path} was recorded by an older spyre-ci (map schema {version}, this one "

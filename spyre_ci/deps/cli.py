@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from selection.observed import Pair
+from selection.observed import SCHEMA_VERSION, Pair
 from selection.sources.deps_artifact import BadArtifact, read_artifact, write_artifact
 from selection.sources.deps_store import (
     list_maps,
@@ -164,7 +164,13 @@ def _store(cache: Path, doc: dict[str, Any], out: Path | None) -> Path:
     except sqlite3.Error:
         old = None
     if old is not None and old.get("schema_version") != doc.get("schema_version"):
-        old = None  # an older recorder's pairs mean something else: replaced, not merged
+        # an older recorder's pairs mean something else: replaced, not merged
+        click.echo(
+            f"replacing {target}: a schema-{old.get('schema_version')} map of "
+            f"{len(old.get('pairs', []))} pairs (not merged)",
+            err=True,
+        )
+        old = None
     whole = merged(old, doc)
     try:
         stored = write_document(cache, whole)
@@ -248,10 +254,19 @@ def show_command(cache_dir: Path | None, failures: bool) -> None:
     if not maps:
         click.echo(f"no recorded maps in {cache / 'deps'}")
         return
-    table = Table("torch", "device", "recorded at", "pairs", "failed", "file")
+    table = Table("torch", "device", "recorded at", "pairs", "failed", "schema", "file")
     for m in maps:
+        schema = str(m.schema_version)
+        if m.schema_version != SCHEMA_VERSION:
+            schema += " (stale: not used; record again)"
         table.add_row(
-            m.torch_version, m.device, m.recorded_at, str(m.recorded), str(m.failed), str(m.path)
+            m.torch_version,
+            m.device,
+            m.recorded_at,
+            str(m.recorded),
+            str(m.failed),
+            schema,
+            str(m.path),
         )
     Console(soft_wrap=True).print(table)
     for m in maps if failures else []:

@@ -169,9 +169,9 @@ def test_other_device_decorator_change_affects_nothing(
     state = select(head)
     # Not by its name (a name is not a device): its only use, `DecorateInfo(skipMPS)`,
     # is an MPS decorator's, which never applies to spyre's test class.
-    assert [(s.qualname, s.other_device_only) for s in state.changes.symbols] == [
-        ("skipMPS", False)
-    ]  # type: ignore[union-attr]
+    assert state.changes is not None
+    symbols = [(s.qualname, s.other_device_only) for s in state.changes.symbols]
+    assert symbols == [("skipMPS", False)]
     assert state.candidates == {}
     assert state.mapped is not None
     assert state.mapped.no_effect == [f"{DEVICE}: skipMPS modified: no reused instance reaches it"]

@@ -32,7 +32,7 @@ def _fused_cuda(x):
 
 
 def silu(x):
-    if x.device.type == "cuda":
+    if can_fuse(x) and x.device.type == "cuda":
         return _fused_cuda(x)
     return x * torch.sigmoid(x)
 """
@@ -43,19 +43,23 @@ def _summary() -> object:
     return summarize(path, ast.parse(SOURCE), SOURCE, ModuleNames([path, "torch/__init__.py"]))
 
 
-def test_the_classes_a_type_test_compares_with_are_not_uses_but_what_it_calls_is() -> None:
+def test_the_classes_a_type_test_compares_with_are_compared_not_called_but_its_calls_are() -> None:
     summary = _summary()
     used = {".".join(u.chain) for u in summary.uses["_check_with"]}  # type: ignore[attr-defined]
-    assert "torch.SymBool" not in used and "ValueError" not in used
+    how = {".".join(u.chain): u.how for u in summary.uses["_check_with"]}  # type: ignore[attr-defined]
+    # compared, never constructed or called: the link graph drops them if they are classes
+    # (a module-level tuple of classes, `IntLike`, still links)
+    assert how["torch.SymBool"] == how["ValueError"] == how["builtins.bool"] == "compared"
     assert {"cond", "error_type", "_bool_types", "message", "isinstance"} <= used
 
 
-def test_a_call_only_another_devices_branch_makes_is_kept_apart() -> None:
+def test_a_call_only_another_devices_branch_makes_is_kept_apart_and_its_guard_is_ours() -> None:
     summary = _summary()
     ours = {".".join(u.chain) for u in summary.uses["silu"]}  # type: ignore[attr-defined]
     theirs = {".".join(u.chain) for u in summary.device_uses["silu"]}  # type: ignore[attr-defined]
     assert "_fused_cuda" in theirs and "_fused_cuda" not in ours
     assert "torch.sigmoid" in ours
+    assert "can_fuse" in ours  # the guard itself runs on every device
 
 
 def test_annotations_are_not_uses_and_compared_values_are_kept_as_compared() -> None:

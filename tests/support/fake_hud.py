@@ -6,6 +6,8 @@
         hud.rows                 # {CRCR key: last body}, upserted like the real HUD
         hud.posts                # every accepted body, in arrival order
         hud.attempts             # every request, accepted or not
+        hud.before_store = fn    # called with each accepted body before it is stored
+                                 # (to make something happen while a write is in flight)
 
 A wrong or missing ``x-hud-internal-bot`` key gets 401; a body without
 ``trusted.verified_repo`` or ``untrusted.callback_payload``, or whose workflow has
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 from tests.support.json_handler import JsonHandler
@@ -46,6 +49,7 @@ class FakeHud:
         self.rows: dict[str, dict[str, Any]] = {}
         self.posts: list[dict[str, Any]] = []
         self.attempts = 0
+        self.before_store: Callable[[dict[str, Any]], None] | None = None
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -79,6 +83,8 @@ class FakeHud:
             key = crcr_key(body)
         except (ValueError, KeyError, TypeError) as error:
             return 400, {"error": f"bad record: {error}"}
+        if self.before_store is not None:
+            self.before_store(body)
         with self.lock:
             self.rows[key] = body
             self.posts.append(body)

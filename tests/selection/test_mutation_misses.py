@@ -216,3 +216,31 @@ def test_a_function_a_modules_forward_calls_reaches_its_moduleinfo(
 ) -> None:
     state = _select(upstream, manifest, _module_edit(upstream), tmp_path)
     assert ("nn.Linear", "float32") in _ops(state)
+
+
+def test_a_recorded_map_narrows_a_static_link_to_the_pairs_that_ran_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Observed links: the recording decides for the pairs it recorded. sample_inputs_add
+    ran for add/float16 only, so an edit of it reaches that pair (basis observed), and
+    add/float32, recorded without it, is ruled out with a reason."""
+    head = upstream.change(DB, "def sample_inputs_add(", "def sample_inputs_add(*_unused, ")
+    static = _select(upstream, manifest, head, tmp_path)
+    assert {("add", "float16"), ("add", "float32")} <= _ops(static)
+    deps = _recorded(
+        tmp_path,
+        {
+            ("opinfo", "add", "float16"): [f"{DB}::sample_inputs_add"],
+            ("opinfo", "add", "float32"): [],
+        },
+    )
+    state = _select(upstream, manifest, head, tmp_path, deps=str(deps))
+    assert ("add", "float16") in _ops(state) and ("add", "float32") not in _ops(state)
+    bases = {
+        cause.basis
+        for c in state.candidates.values()
+        if (c.instance.op, c.instance.dtype) == ("add", "float16")
+        for cause in c.causes
+        if cause.stage == "map"
+    }
+    assert "observed" in bases

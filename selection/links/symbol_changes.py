@@ -122,8 +122,12 @@ def _templates_using(change: SymbolChange, index: LinkIndex) -> list[Link]:
     for template in index.universe.templates:
         if template.file == change.path and template.test_class == change.qualname:
             how = "is the class of the template (its attributes and bases)"
-        elif template.op_list is not None and change.qualname in _op_list_names(
-            template.op_list, index.universe.modules.get(template.file)
+        elif (
+            template.op_list is not None
+            and "." not in change.qualname  # a module-level list, not `OpInfo.name`
+            and (change.path == template.file or is_database_file(change.path))
+            and change.qualname
+            in _op_list_names(template.op_list, index.universe.modules.get(template.file))
         ):
             how = f"is the op list {ast.unparse(template.op_list)} the template runs over"
         else:
@@ -180,8 +184,11 @@ class SymbolLinks:
         if change.kind == ChangeKind.removed:
             return self._removed(change, label)
         templates = _templates_using(change, index)
-        if templates:
-            return Outcome(links=templates, kind="template")
+        if templates:  # and whatever else reaches the symbol (a list can also be called on)
+            also = [Link(target, (Step(change.path, change.qualname, f"{change.kind}"),))]
+            return Outcome(
+                links=templates + (also if target in index.graph else []), kind="template"
+            )
         if change.kind == ChangeKind.added and not self._linked(target, index):
             return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
         if change.qualname == MODULE_SYMBOL:

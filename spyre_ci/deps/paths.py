@@ -160,8 +160,18 @@ def _compiled_op_steps(
     samples = _first(
         op.sample_inputs(device, dtype, requires_grad=backward), settings.compile_samples, seed
     )
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda *a, **k: op(*a, **k), backend=settings.compile_backend)
+    made: dict[str, Callable[..., Any]] = {}
+
+    def compiled(*args: Any, **kwargs: Any) -> Any:
+        # made by the first compile step, not while the steps are planned: building the
+        # compiled wrapper belongs to the compiled path (worker.record_pair's windows)
+        if "fn" not in made:
+            torch._dynamo.reset()
+            made["fn"] = torch.compile(
+                lambda *a, **k: op(*a, **k), backend=settings.compile_backend
+            )
+        return made["fn"](*args, **kwargs)
+
     for i, sample in enumerate(samples):
         kept: dict[str, Any] = {}
         yield Step("compile", i, seeded(seed, _keep, kept, _call, compiled, sample))

@@ -11,10 +11,12 @@ these and restarts one that dies or hangs.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,13 +34,28 @@ from spyre_ci.deps.symbols import SymbolResolver
 COMPILED_PATHS = frozenset({"compile", "compile_backward"})
 
 
-def _run(steps: list[Step]) -> tuple[int, int]:
+def _run(steps: Iterable[Step]) -> tuple[int, int]:
     """(steps run, steps that raised)."""
     count = errors = 0
     for result in run_steps(iter(steps)):
         count += 1
         errors += bool(result.error)
     return count, errors
+
+
+class _UntilCompiled:
+    """The steps up to the first of a compiled path, which it keeps in `rest`."""
+
+    def __init__(self, steps: Iterator[Step]) -> None:
+        self.steps = steps
+        self.rest: list[Step] = []
+
+    def __iter__(self) -> Iterator[Step]:
+        for step in self.steps:
+            if step.path in COMPILED_PATHS:
+                self.rest.append(step)
+                return
+            yield step
 
 
 def record_pair(
@@ -51,11 +68,14 @@ def record_pair(
     status, steps, errors = "ok", 0, 0
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
+        # Steps are planned as they run (a backward step exists once its forward ran), the
+        # eager paths first: what runs from the first compiled step on counts as compiled.
+        planned = iter(pair_steps(entries, pair, settings))
+        eager = _UntilCompiled(planned)
         with aten_ops(aten), python_calls(calls):
-            planned = list(pair_steps(entries, pair, settings))  # samples: every path's
-            steps, errors = _run([s for s in planned if s.path not in COMPILED_PATHS])
+            steps, errors = _run(eager)
         with aten_ops(compiled_aten), python_calls(compiled_calls):
-            more, more_errors = _run([s for s in planned if s.path in COMPILED_PATHS])
+            more, more_errors = _run(itertools.chain(eager.rest, planned))
         steps, errors = steps + more, errors + more_errors
     except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)
         status = error_head(exc)

@@ -88,3 +88,21 @@ def test_a_pair_that_cannot_run_is_recorded_with_its_status(
         row["status"] == "UnknownEntry: no opinfo entry 'no.such.op' in torch " + torch.__version__
     )
     assert row["aten"] == row["functions"] == []
+
+
+def test_what_only_torch_compile_runs_is_recorded_apart_from_the_eager_paths() -> None:
+    """Building the compiled wrapper, Dynamo and the backend are the compiled path's: a
+    change there reaches only instances that trace, never every test of the pair. And the
+    backward through the compiled forward runs (it is planned once that forward ran)."""
+    settings = RunSettings(device="spyre", max_samples=1, compile_samples=1)
+    row = record_pair(
+        Entries(), ("opinfo", "mul", "float32"), settings, SymbolResolver(torch_root())
+    )
+    assert row["status"] == "ok"
+    functions, compiled = set(row["functions"]), set(row["compiled_functions"])  # type: ignore[call-overload]
+    assert "torch/__init__.py::_TorchCompileWrapper.__init__" in compiled
+    assert not any(f.startswith("torch/_dynamo/convert_frame.py") for f in functions)
+    assert any(f.startswith("torch/_dynamo/convert_frame.py") for f in compiled)
+    # one sample per path: eager, method, in-place, out=, backward, compile and the
+    # backward through the compiled forward
+    assert row["steps"] == 7

@@ -99,7 +99,7 @@ def test_what_only_torch_compile_runs_is_recorded_apart_from_the_eager_paths() -
         Entries(), ("opinfo", "mul", "float32"), settings, SymbolResolver(torch_root())
     )
     assert row["status"] == "ok"
-    functions, compiled = set(row["functions"]), set(row["compiled_functions"])  # type: ignore[call-overload]
+    functions, compiled = set(row["functions"]), set(row["compiled_functions"])
     assert "torch/__init__.py::_TorchCompileWrapper.__init__" in compiled
     assert not any(f.startswith("torch/_dynamo/convert_frame.py") for f in functions)
     assert any(f.startswith("torch/_dynamo/convert_frame.py") for f in compiled)

@@ -197,8 +197,14 @@ class Mapper:
                 f"({resolution.count} instances ruled out by the recording)"
             )
             return
+        # One Cause per link, shared by the instances it reaches (a link reaches every
+        # instance of its root: hundreds of thousands of identical causes otherwise).
+        causes: dict[int, Cause] = {}
         for inst, link in resolution.reached.values():
-            self._hit(inst, detect, map_cause(outcome.kind, link))
+            how = causes.get(id(link))
+            if how is None:
+                how = causes[id(link)] = map_cause(outcome.kind, link)
+            self._hit(inst, detect, how)
 
     def _canary(self, cause: Cause, resolution: Resolution | None) -> None:
         """Changes aiming at the same tests share one canary: keyed by the roots reached

@@ -49,6 +49,11 @@ def map_causes(state: PipelineState) -> list[Cause]:
     return [c for cand in state.candidates.values() for c in cand.causes if c.stage == "map"]
 
 
+def map_evidence(state: PipelineState) -> list[str]:
+    """Every step of evidence the map causes show."""
+    return [step for c in map_causes(state) for step in c.evidence]
+
+
 def edit(library: tuple[UpstreamRepo, Path], path: str, old: str, new: str) -> str:
     return library[0].change(path, old, new)
 
@@ -102,11 +107,7 @@ def test_a_meta_kernel_reaches_the_op_of_every_overload_it_is_registered_for(
     )
     state = select(library, head, tmp_path)
     assert selected(state) == {"test_fake_add_spyre_float16", "test_fake_add_spyre_float32"}
-    assert any(
-        "@register_meta([aten.add.Tensor, aten.add.out])" in step
-        for c in map_causes(state)
-        for step in c.evidence
-    )
+    assert any("@register_meta([aten.add.Tensor, aten.add.out])" in s for s in map_evidence(state))
 
 
 def test_a_python_reference_reaches_its_op_through_the_name_its_factory_infers(
@@ -121,8 +122,7 @@ def test_a_python_reference_reaches_its_op_through_the_name_its_factory_infers(
     state = select(library, head, tmp_path)
     # abs is float32-only here (floating_types()); float64 is outside the device's dtypes
     assert selected(state) == {"test_fake_abs_spyre_float32"}
-    evidence = [s for c in map_causes(state) for s in c.evidence]
-    assert any("aten_op inferred from the name" in s for s in evidence)
+    assert any("aten_op inferred from the name" in s for s in map_evidence(state))
 
 
 def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_name(
@@ -141,11 +141,7 @@ def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_na
         "test_unary_nn_functional_relu6_spyre_float32",
     } <= names
     assert all("relu6" in n for n in names)
-    assert any(
-        "torch/nn/functional.py:relu6 calls hardtanh" in s
-        for c in map_causes(state)
-        for s in c.evidence
-    )
+    assert any("torch/nn/functional.py:relu6 calls hardtanh" in s for s in map_evidence(state))
 
 
 def test_code_only_another_device_runs_reaches_nothing_and_says_why(

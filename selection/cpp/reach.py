@@ -22,6 +22,8 @@ definitions (beyond that `truncated` is set and the caller must widen).
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from selection.cpp.corpus import CppCorpus
@@ -73,14 +75,15 @@ class _Walk:
     seen_ops: set[str] = field(default_factory=set)
     op_nodes: list[Node] = field(default_factory=list)  # ops reached, to follow next
 
-    def chain(self, node: Node) -> tuple[Step, ...]:
-        steps: list[Step] = []
+    def _ancestors(self, node: Node) -> Iterator[Node]:
+        """`node`, then each node it was reached from, back to a changed definition."""
         current: Node | None = node
         while current is not None:
-            before, step = self.parent[current]
-            if step is not None:
-                steps.append(step)
-            current = before
+            yield current
+            current = self.parent[current][0]
+
+    def chain(self, node: Node) -> tuple[Step, ...]:
+        steps = [step for n in self._ancestors(node) if (step := self.parent[n][1]) is not None]
         return tuple(reversed(steps))
 
     def add_op(self, node: Node, op: str, step: Step, gradient_only: bool = False) -> None:
@@ -96,25 +99,16 @@ class _Walk:
         without leaving that caller's file: its callers are looked for in that file only
         (the composite's own helpers and kernel), never across ATen -- every function
         reaching `at::mul` through other files is most of ATen."""
-        current = node
-        while True:
-            before = self.parent[current][0]
-            if before is None:
-                return False
+        for before in itertools.islice(self._ancestors(node), 1, None):
             if self.items[before].kind == "op":
                 return True
             if before[0] != node[0]:
                 return False
-            current = before
+        return False
 
     def _op_hops(self, node: Node) -> int:
         """How many ops (through the dispatcher) the chain to `node` passed already."""
-        hops = 0
-        current: Node | None = node
-        while current is not None:
-            hops += self.items[current].kind == "op"
-            current = self.parent[current][0]
-        return hops
+        return sum(self.items[n].kind == "op" for n in self._ancestors(node))
 
     def _follow_op(self, node: Node, op: str, step: Step) -> None:
         """The op becomes a node whose users are the callers of its C++ API."""

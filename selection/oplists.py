@@ -52,6 +52,7 @@ class OpDatabase:
     _dtype_cache: dict[tuple[str, str, str, str], tuple[str, ...] | None] = field(
         default_factory=dict
     )
+    _entry_lists: dict[str, bool] = field(default_factory=dict)
 
     def add_entries(
         self, entries: dict[EntryKey, DbEntry], lists: dict[str, list[EntryKey]]
@@ -72,6 +73,20 @@ class OpDatabase:
             default = _constructor_default(stmt, "dtypes")
             if default is not None:
                 self.class_default_dtypes[stmt.name] = default
+
+    def is_entry_list(self, name: str) -> bool:
+        """A list of the database's entries: a literal one (`op_db`) or one computed from
+        them (`unary_ufuncs = [op for op in op_db if ...]`). Any other module-level name
+        (`reference_inputs_bucketize = partial(...)`, a dict of defaults) is code that runs."""
+        if name in self.lists:
+            return True
+        if name not in self.derived:
+            return False
+        if name not in self._entry_lists:
+            self._entry_lists[name] = (
+                OpListResolver(self)._eval(self.derived[name], depth=0) is not None
+            )
+        return self._entry_lists[name]
 
     def add_derived(self, tree: ast.Module) -> None:
         for stmt in tree.body:

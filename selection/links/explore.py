@@ -117,7 +117,7 @@ class Explorer:
     def _is_database_list(self, target: Target) -> bool:
         return (
             target.kind == "function"
-            and (target.name in self.db.lists or target.name in self.db.derived)
+            and self.db.is_entry_list(target.name)
             and is_database_file(target.path)
         )
 

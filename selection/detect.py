@@ -27,6 +27,7 @@ from selection.model import (
 from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
 from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration
 from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
+from selection.python.nested import confined_to_nested
 from selection.sources.analysis_cache import AnalysisCache
 from selection.upstream import (
     DTYPE_HELPERS,
@@ -60,7 +61,10 @@ def diff_symbols(
             changes.append(SymbolChange(path, name, ChangeKind.removed))
         elif not same_code(old[name], new[name]):
             same_for_us = same_code_for_us(old[name], new[name], tests)
-            changes.append(SymbolChange(path, name, ChangeKind.modified, same_for_us))
+            nested = confined_to_nested(name, old[name].nodes, new[name].nodes)
+            changes.append(
+                SymbolChange(path, name, ChangeKind.modified, same_for_us, nested=nested)
+            )
     return changes
 
 

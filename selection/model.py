@@ -43,6 +43,9 @@ class SymbolChange:
     # A removed (or added) function's registrations as a Python kernel of ATen ops
     # (selection.links.registrations): removing one changes how those ops are traced.
     registers: tuple[str, ...] = ()
+    # An edit confined to functions defined inside this one (`f.<locals>.g`, as the recorder
+    # names them: selection.python.nested); empty when the function's own code changed.
+    nested: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,14 @@ A recorded pair is (database, op full name, dtype): `("opinfo", "add", "float16"
 "float32")`. For each pair the recording lists the ATen ops dispatched (overload names as
 `Target.aten` spells them: "add.Tensor", "mul" for `.default`) and the Python functions under
 `torch/` that executed, as `path::qualname` with the qualnames of `selection.pyast.module_symbols`
-("torch/nn/functional.py::gelu", "torch/_tensor.py::Tensor.__rsub__"; a nested function or
-lambda counts as the top-level symbol that defines it).
+("torch/nn/functional.py::gelu", "torch/_tensor.py::Tensor.__rsub__"). A function defined
+inside another is named by its own qualname (`_make_prim.<locals>._prim_impl`), so an edit
+confined to it reaches only the pairs that ran it; a lambda or comprehension counts as the
+function that defines it.
 
-JSON artifact (schema `spyre-ci/deps`, version 1):
+JSON artifact (schema `spyre-ci/deps`, version 3):
 
-    {"schema": "spyre-ci/deps", "schema_version": 2,
+    {"schema": "spyre-ci/deps", "schema_version": 3,
      "torch_version": "2.13.0+cpu", "torch_git_version": "<sha>", "device": "spyre",
      "recorded_at": "2026-12-01T09:00:00Z", "paths": ["eager", "method", ...],
      "pairs": [{"database": "opinfo", "op": "add", "dtype": "float16", "status": "ok",
@@ -24,8 +26,10 @@ paths ran besides (selection counts those only for tests that trace their op, or
 device whose eager ops are compiled).
 Optional (spyre-ci deps record writes them; readers may ignore them): per row `steps`,
 `errors`, `seconds`, `cpu_seconds`; `settings`; `baseline` = {"aten": [...], "functions":
-[...]}, what the recording processes executed in their warm-up before the first pair (lazy
-imports, first-use initialisation), credited to no pair: every recorded pair may depend on it.
+[...], "compiled_aten": [...], "compiled_functions": [...]}, what the recording processes
+executed in their warm-up before the first pair (lazy imports, first-use initialisation),
+credited to no pair: every recorded pair may depend on it -- what the warm-up's compiled paths
+alone ran (the compiler's lazy imports), every pair where it is traced.
 """
 
 from __future__ import annotations
@@ -36,7 +40,11 @@ from typing import Any
 SCHEMA = "spyre-ci/deps"
 # 2: what only the compiled paths ran is kept apart (compiled_aten, compiled_functions); a
 # version-1 map counts it as eager, so a compile-only function would reach every instance.
-SCHEMA_VERSION = 2
+# 3: nested functions are named apart from the function defining them, and the warm-up's
+# compile-only names are kept apart too (a version-2 baseline credits the compiler's lazy
+# imports, `_make_prim` among them, to every eager instance).
+SCHEMA_VERSION = 3
+NESTED = ".<locals>."
 
 Pair = tuple[str, str, str]  # (database, op full name, dtype)
 
@@ -64,13 +72,17 @@ class ObservedMap:
     recorded_at: str = ""
     paths: tuple[str, ...] = ()
     failed: dict[Pair, str] = field(default_factory=dict)
-    baseline_aten: set[str] = field(default_factory=set)
-    baseline_functions: set[str] = field(default_factory=set)
+    # NAME_LISTS -> what the warm-up ran (see the module docstring)
+    baseline: dict[str, set[str]] = field(
+        default_factory=lambda: {kind: set() for kind in NAME_LISTS}
+    )
     _pairs: list[Pair] = field(default_factory=list, repr=False)
     _index: dict[Pair, int] = field(default_factory=dict, repr=False)
     _uses: dict[str, dict[str, int]] = field(
         default_factory=lambda: {kind: {} for kind in NAME_LISTS}, repr=False
     )
+    # kind -> enclosing function's name -> recorded names nested in it (built on first use)
+    _nested: dict[str, dict[str, set[str]]] = field(default_factory=dict, repr=False)
 
     @property
     def recorded(self) -> frozenset[Pair]:
@@ -100,6 +112,7 @@ class ObservedMap:
         compiled_functions: list[str] = (),  # type: ignore[assignment]
     ) -> None:
         bit = self._bit(pair)
+        self._nested.clear()
         for kind, names in zip(
             NAME_LISTS, (aten, functions, compiled_aten, compiled_functions), strict=True
         ):
@@ -109,6 +122,7 @@ class ObservedMap:
 
     def add_use(self, kind: str, name: str, pair: Pair) -> None:
         """One name a recorded pair ran (`kind`: one of NAME_LISTS)."""
+        self._nested.clear()
         table = self._uses[kind]
         table[name] = table.get(name, 0) | self._bit(pair)
 
@@ -131,12 +145,11 @@ class ObservedMap:
         """Pairs that dispatched this ATen op (`compiled`: only in the compiled paths); "add"
         (no overload) means any overload of add. What the recording ran in its warm-up may
         serve every pair."""
-        if not compiled and (
-            name in self.baseline_aten
-            or any(a.split(".", 1)[0] == name for a in self.baseline_aten)
-        ):
+        kind = "compiled_aten" if compiled else "aten"
+        baseline = self.baseline[kind]
+        if name in baseline or any(a.split(".", 1)[0] == name for a in baseline):
             return set(self._pairs)
-        table = self._uses["compiled_aten" if compiled else "aten"]
+        table = self._uses[kind]
         if "." in name:
             return self._pairs_of(table.get(name, 0))
         bits = 0
@@ -146,14 +159,30 @@ class ObservedMap:
         return self._pairs_of(bits)
 
     def pairs_running_function(self, path: str, qualname: str, compiled: bool = False) -> set[Pair]:
-        """Pairs that executed the function (`compiled`: only in the compiled paths); one run
-        in the warm-up may serve every pair."""
-        name = f"{path}::{qualname}"
-        if not compiled and name in self.baseline_functions:
+        """Pairs that executed the function or a function defined inside it (`compiled`:
+        only in the compiled paths); one run in the warm-up may serve every pair.
+        `outer.<locals>.inner` is the nested function alone."""
+        kind = "compiled_functions" if compiled else "functions"
+        names = self._with_nested(kind, f"{path}::{qualname}")
+        if not self.baseline[kind].isdisjoint(names):
             return set(self._pairs)
-        return self._pairs_of(
-            self._uses["compiled_functions" if compiled else "functions"].get(name, 0)
-        )
+        table = self._uses[kind]
+        bits = 0
+        for name in names:
+            bits |= table.get(name, 0)
+        return self._pairs_of(bits)
+
+    def _with_nested(self, kind: str, name: str) -> list[str]:
+        """`name` and the recorded names of functions nested in it, at any depth (what the
+        function's code defines runs as theirs)."""
+        nested = self._nested.get(kind)
+        if nested is None:
+            nested = self._nested[kind] = {}
+            for recorded in (*self._uses[kind], *self.baseline[kind]):
+                parts = recorded.split(NESTED)
+                for depth in range(1, len(parts)):
+                    nested.setdefault(NESTED.join(parts[:depth]), set()).add(recorded)
+        return [name, *sorted(nested.get(name, ()))]
 
     def to_document(self) -> dict[str, Any]:
         names_of: dict[str, dict[Pair, list[str]]] = {}
@@ -189,10 +218,7 @@ class ObservedMap:
             "device": self.device,
             "recorded_at": self.recorded_at,
             "paths": list(self.paths),
-            "baseline": {
-                "aten": sorted(self.baseline_aten),
-                "functions": sorted(self.baseline_functions),
-            },
+            "baseline": {kind: sorted(names) for kind, names in self.baseline.items()},
             "pairs": rows,
         }
 
@@ -216,7 +242,7 @@ class ObservedMap:
             recorded_at=str(doc.get("recorded_at", "")),
             paths=tuple(str(p) for p in doc.get("paths", ())),
         )
-        observed._add_baseline(doc.get("baseline", {}))
+        observed.add_baseline(doc.get("baseline", {}))
         pairs = doc.get("pairs")
         if not isinstance(pairs, list):
             raise BadDepsDocument("pairs: expected a list")
@@ -224,14 +250,15 @@ class ObservedMap:
             observed._add_row(index, row)
         return observed
 
-    def _add_baseline(self, baseline: object) -> None:
+    def add_baseline(self, baseline: object) -> None:
+        """Adds a document's `baseline` object (NAME_LISTS -> names)."""
         if not isinstance(baseline, dict):
             raise BadDepsDocument("baseline: expected an object")
-        for key, into in (("aten", self.baseline_aten), ("functions", self.baseline_functions)):
+        for key in NAME_LISTS:
             value = baseline.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise BadDepsDocument(f"baseline.{key}: expected a list of strings")
-            into.update(value)
+            self.baseline[key].update(value)
 
     def _add_row(self, index: int, row: object) -> None:
         where = f"pairs[{index}]"

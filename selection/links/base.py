@@ -81,6 +81,9 @@ class Link:
     evidence: tuple[Step, ...] = ()
     basis: str = "static"  # static | observed
     kinds: tuple[str, ...] = ()  # the graph edges followed, first to last (call, dispatch, ...)
+    # What a recorded map is asked about instead of a function target: the functions nested
+    # in it that an edit was confined to (`f.<locals>.g`); empty: the target itself.
+    observed_as: tuple[str, ...] = ()
 
 
 @dataclass

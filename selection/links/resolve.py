@@ -127,7 +127,7 @@ def resolve(
             return result
     roots = index.graph.reach(through_graph)
     observed = index.observed
-    targets = [link.target for link in through_graph]
+    targets = [t for link in through_graph for t in _asked(link)]
     if observed is None or not all(_seen_running(observed, t) for t in targets):
         for root, link in roots.items():
             for inst in root_instances(root, index, "registration" in link.kinds):
@@ -162,6 +162,15 @@ def _with_observed(
                     continue
                 result.add(inst, Link(inst_target(inst), (*first.evidence, step), "observed"))
                 result.observed += 1
+
+
+def _asked(link: Link) -> list[Target]:
+    """What the recording is asked about for a link: the nested functions an edit of its
+    function was confined to, else its target."""
+    target = link.target
+    if target.kind == "function" and link.observed_as:
+        return [Target.function(target.path, name) for name in link.observed_as]
+    return [target]
 
 
 def _seen_running(observed: ObservedMap, target: Target) -> bool:

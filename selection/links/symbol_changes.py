@@ -194,8 +194,12 @@ class SymbolLinks:
         if change.qualname == MODULE_SYMBOL:
             return self._module_level(change, label, index, test_code)
         if target in index.graph:
-            step = Step(change.path, change.qualname, f"{change.kind}")
-            return Outcome(links=[Link(target, (step,))], kind=kind)
+            how = f"{change.kind}"
+            if change.nested:
+                how += " (only in " + ", ".join(change.nested) + ")"
+            step = Step(change.path, change.qualname, how)
+            link = Link(target, (step,), observed_as=change.nested)
+            return Outcome(links=[link], kind=kind)
         device_users = index.graph.device_users.get(target)
         if device_users:
             first = device_users[0]

@@ -222,6 +222,18 @@ def stored_schema_version(meta: dict[str, Any]) -> int:
         return 1
 
 
+# What a map of the version before each one got wrong (why it is not used).
+_SCHEMA_CHANGES = {
+    2: "what only compiled paths ran was not kept apart",
+    3: "nested functions were credited to the function defining them, and the warm-up's "
+    "compile-only names to every eager pair",
+}
+
+
+def stale_because(version: int) -> str:
+    return "; ".join(why for v, why in sorted(_SCHEMA_CHANGES.items()) if v > version)
+
+
 def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedMap | None:
     """The recorded map serving (torch_version, device), or None when there is none.
 
@@ -236,7 +248,7 @@ def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedM
         if version != SCHEMA_VERSION:
             raise StaleMap(
                 f"{path} was recorded by an older spyre-ci (map schema {version}, this one "
-                f"reads {SCHEMA_VERSION}: what only compiled paths ran was not kept apart)"
+                f"reads {SCHEMA_VERSION}: {stale_because(version)})"
             )
         return _observed_from(path)
     except sqlite3.Error:
@@ -252,9 +264,7 @@ def _observed_from(path: Path) -> ObservedMap:
         recorded_at=meta.get("recorded_at", ""),
         paths=tuple(meta.get("paths") or ()),
     )
-    baseline = meta.get("baseline") or {}
-    observed.baseline_aten.update(baseline.get("aten", ()))
-    observed.baseline_functions.update(baseline.get("functions", ()))
+    observed.add_baseline(meta.get("baseline") or {})
     connection = _connect(path)
     try:
         pairs: dict[int, Pair] = {}
@@ -285,8 +295,9 @@ def merged(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     mine = {(r["database"], r["op"], r["dtype"]) for r in new["pairs"]}
     kept = [r for r in old["pairs"] if (r["database"], r["op"], r["dtype"]) not in mine]
     rows = sorted([*kept, *new["pairs"]], key=lambda r: (r["database"], r["op"], r["dtype"]))
+    old_baseline, new_baseline = old.get("baseline", {}), new.get("baseline", {})
     baseline = {
-        kind: sorted(set(old.get("baseline", {}).get(kind, ())) | set(names))
-        for kind, names in new.get("baseline", {}).items()
+        kind: sorted({*old_baseline.get(kind, ()), *new_baseline.get(kind, ())})
+        for kind in {*old_baseline, *new_baseline}
     }
     return new | {"pairs": rows, "baseline": baseline}

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from selection.observed import SCHEMA, SCHEMA_VERSION, Pair
+from selection.observed import NAME_LISTS, SCHEMA, SCHEMA_VERSION, Pair
 
 STARTUP_SECONDS = 600.0  # importing torch and the backend, on a loaded 2-core machine
 
@@ -152,7 +152,7 @@ class Recording:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     baseline: dict[str, set[str]] = field(
-        default_factory=lambda: {"aten": set(), "functions": set()}
+        default_factory=lambda: {kind: set() for kind in NAME_LISTS}
     )
     hello: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)

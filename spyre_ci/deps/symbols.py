@@ -1,9 +1,11 @@
 """Executed code objects as `selection.observed` names them: `torch/<path>::<qualname>`.
 
 Pure apart from reading the source files it is given (no torch). A code object is known by
-(file, first line, co_qualname). The qualname is that of the top-level symbol of
-`selection.pyast.module_symbols` that defines it: `Tensor.__rsub__` stays itself,
-`outer.<locals>.inner` is `outer`, a lambda or a function nested anywhere is the symbol whose
+(file, first line, co_qualname). The qualname is that of the symbol of
+`selection.pyast.module_symbols` that defines it, or of a function nested in one:
+`Tensor.__rsub__` stays itself, `outer.<locals>.inner` stays itself (an edit confined to
+`inner` then reaches only the pairs that ran it), a lambda or comprehension is the function
+that defines it (`outer.<locals>.<lambda>` is `outer`), and anything else is the symbol whose
 lines contain it (`<lambda>` at module level assigned to `x` is `x`; inside an `if` block it
 is `<module>`).
 """
@@ -15,6 +17,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selection.observed import NESTED
 from selection.pyast import MODULE_SYMBOL, module_symbols
 
 CodeKey = tuple[str, int, str]  # (absolute file name, co_firstlineno, co_qualname)
@@ -98,9 +101,10 @@ class SymbolResolver:
 
 
 def _top_level(symbols: _FileSymbols, firstlineno: int, qualname: str) -> str:
-    outer = qualname.split(".<locals>.", 1)[0]
+    named = _innermost_named(qualname)
+    outer = named.split(NESTED, 1)[0]
     if "<" not in outer and outer in symbols.names:
-        return outer
+        return named
     # A lambda, a comprehension, a nested class's method, a function defined in an `if`:
     # the innermost top-level symbol whose lines contain the code's first line.
     # Spans only nest as a class around its methods, so the containing span that starts
@@ -112,3 +116,12 @@ def _top_level(symbols: _FileSymbols, firstlineno: int, qualname: str) -> str:
             return name
         index -= 1
     return MODULE_SYMBOL
+
+
+def _innermost_named(qualname: str) -> str:
+    """The qualname without trailing lambdas and comprehensions (`f.<locals>.g.<locals>.
+    <lambda>` -> `f.<locals>.g`): they run as part of the function that defines them."""
+    parts = qualname.split(NESTED)
+    while len(parts) > 1 and parts[-1].startswith("<"):
+        parts.pop()
+    return NESTED.join(parts)

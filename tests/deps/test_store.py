@@ -93,12 +93,12 @@ def test_load_observed_answers_what_select_asks(tmp_path: Path) -> None:
     assert observed.pairs_running_aten("add") == {("opinfo", "add", "float16")}
     assert observed.failed == {("moduleinfo", "nn.Linear", "float32"): "error: worker exited (-11)"}
     assert not observed.is_recorded(("moduleinfo", "nn.Linear", "float32"))
-    assert observed.baseline_functions == {"torch/_dynamo/eval_frame.py::<module>"}
+    assert observed.baseline["functions"] == {"torch/_dynamo/eval_frame.py::<module>"}
     # the same map as the document form would give
     from_doc = ObservedMap.from_document(_doc())
-    assert (observed.by_function, observed.baseline_functions) == (
+    assert (observed.by_function, observed.baseline["functions"]) == (
         from_doc.by_function,
-        from_doc.baseline_functions,
+        from_doc.baseline["functions"],
     )
 
 
@@ -166,6 +166,8 @@ def test_a_map_of_an_older_schema_is_not_used_and_says_why(tmp_path: Path) -> No
     with connection:
         connection.execute("DELETE FROM meta WHERE key = 'schema_version'")  # as v1 wrote it
     connection.close()
-    with pytest.raises(StaleMap, match=r"map schema 1, this one reads 2"):
+    with pytest.raises(
+        StaleMap, match=rf"map schema 1, this one reads {SCHEMA_VERSION}: what only"
+    ):
         load_observed(tmp_path, "2.13.0", "spyre")
     assert read_document(path)["schema_version"] == 1  # exported as what it is

@@ -60,12 +60,14 @@ def _names(root: Path, relative: str, text: str) -> dict[str, str | None]:
     }
 
 
-def test_nested_code_is_named_for_its_top_level_symbol(tmp_path: Path) -> None:
+def test_code_is_named_for_its_symbol_or_the_function_it_is_nested_in(tmp_path: Path) -> None:
     names = _names(tmp_path, "torch/nn/functional.py", SOURCE)
     prefix = "torch/nn/functional.py::"
     assert names["gelu"] == prefix + "gelu"
-    assert names["gelu.<locals>.inner"] == prefix + "gelu"
-    assert names["gelu.<locals>.inner.<locals>.<lambda>"] == prefix + "gelu"
+    # a nested function is itself: an edit confined to it reaches only the pairs that ran it
+    assert names["gelu.<locals>.inner"] == prefix + "gelu.<locals>.inner"
+    # a lambda or comprehension runs as part of the function defining it
+    assert names["gelu.<locals>.inner.<locals>.<lambda>"] == prefix + "gelu.<locals>.inner"
     assert names["cached"] == prefix + "cached"  # decorated: first line is the decorator's
     assert names["cached.<locals>.<listcomp>"] == prefix + "cached"
     assert names["Tensor.__rsub__"] == prefix + "Tensor.__rsub__"

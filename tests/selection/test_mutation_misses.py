@@ -8,14 +8,11 @@ with the other mode, or a neighbouring edit, is selected.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from selection.observed import ObservedMap
-from selection.pipeline import SelectOptions, prepare, run_pipeline
-from selection.state import PipelineState
+from tests.support.observed_runs import linked_ops, recorded_map, select_head
 from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
@@ -142,37 +139,6 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _recorded(tmp_path: Path, functions: dict[tuple[str, str, str], list[str]]) -> Path:
-    """A recorded dependency map (the `spyre-ci deps` artifact) of these pairs."""
-    observed = ObservedMap(torch_version="9.1.0", device="spyre")
-    for pair, names in functions.items():
-        observed.add(pair, [], names)
-    path = tmp_path / "deps.json"
-    path.write_text(json.dumps(observed.to_document()), encoding="utf-8")
-    return path
-
-
-def _select(
-    upstream: UpstreamRepo, manifest: Path, head: str, tmp_path: Path, deps: str = "none"
-) -> PipelineState:
-    options = SelectOptions(
-        from_=upstream.base, to=head, pytorch_repo=upstream.path, manifests=[manifest],
-        cache=tmp_path / "cache", deps=deps,
-    )  # fmt: skip
-    request, _ = prepare(options)
-    return run_pipeline(request)
-
-
-def _ops(state: PipelineState) -> set[tuple[str | None, str | None]]:
-    """(op, dtype) of the tests selected through a link (a canary's picks left out: a
-    stratified canary over a tiny scope picks nearly everything)."""
-    return {
-        (c.instance.op, c.instance.dtype)
-        for c in state.candidates.values()
-        if any(cause.stage == "map" and cause.kind != "canary" for cause in c.causes)
-    }
-
-
 ADD_PAIRS = {
     ("opinfo", "add", dtype): [f"{DB}::sample_inputs_add"] for dtype in ("float16", "float32")
 }
@@ -185,16 +151,16 @@ def _error_input_edit(upstream: UpstreamRepo) -> str:
 def test_control_an_error_input_function_reaches_its_op_statically(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    state = _select(upstream, manifest, _error_input_edit(upstream), tmp_path)
-    assert {("add", "float16"), ("add", "float32")} <= _ops(state)
+    state = select_head(upstream, manifest, _error_input_edit(upstream), tmp_path)
+    assert {("add", "float16"), ("add", "float32")} <= linked_ops(state)
 
 
 def test_an_error_input_function_reaches_its_op_with_a_recorded_map(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    deps = _recorded(tmp_path, ADD_PAIRS)
-    state = _select(upstream, manifest, _error_input_edit(upstream), tmp_path, deps=str(deps))
-    assert {("add", "float16"), ("add", "float32")} <= _ops(state)
+    deps = recorded_map(tmp_path, ADD_PAIRS)
+    state = select_head(upstream, manifest, _error_input_edit(upstream), tmp_path, deps=str(deps))
+    assert {("add", "float16"), ("add", "float32")} <= linked_ops(state)
 
 
 def _module_edit(upstream: UpstreamRepo) -> str:
@@ -207,15 +173,15 @@ def test_control_the_module_template_is_enumerated_and_its_inputs_link(
     head = upstream.change(
         INTERNAL + "/common_modules.py", "torch.ones(3, device", "torch.ones(4, device"
     )
-    state = _select(upstream, manifest, head, tmp_path)
-    assert ("nn.Linear", "float32") in _ops(state)
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert ("nn.Linear", "float32") in linked_ops(state)
 
 
 def test_a_function_a_modules_forward_calls_reaches_its_moduleinfo(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    state = _select(upstream, manifest, _module_edit(upstream), tmp_path)
-    assert ("nn.Linear", "float32") in _ops(state)
+    state = select_head(upstream, manifest, _module_edit(upstream), tmp_path)
+    assert ("nn.Linear", "float32") in linked_ops(state)
 
 
 def test_a_recorded_map_narrows_a_static_link_to_the_pairs_that_ran_it(
@@ -225,17 +191,17 @@ def test_a_recorded_map_narrows_a_static_link_to_the_pairs_that_ran_it(
     ran for add/float16 only, so an edit of it reaches that pair (basis observed), and
     add/float32, recorded without it, is ruled out with a reason."""
     head = upstream.change(DB, "def sample_inputs_add(", "def sample_inputs_add(*_unused, ")
-    static = _select(upstream, manifest, head, tmp_path)
-    assert {("add", "float16"), ("add", "float32")} <= _ops(static)
-    deps = _recorded(
+    static = select_head(upstream, manifest, head, tmp_path)
+    assert {("add", "float16"), ("add", "float32")} <= linked_ops(static)
+    deps = recorded_map(
         tmp_path,
         {
             ("opinfo", "add", "float16"): [f"{DB}::sample_inputs_add"],
             ("opinfo", "add", "float32"): [],
         },
     )
-    state = _select(upstream, manifest, head, tmp_path, deps=str(deps))
-    assert ("add", "float16") in _ops(state) and ("add", "float32") not in _ops(state)
+    state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
+    assert ("add", "float16") in linked_ops(state) and ("add", "float32") not in linked_ops(state)
     bases = {
         cause.basis
         for c in state.candidates.values()

@@ -1,0 +1,131 @@
+"""Edits confined to a function defined inside another (a factory's closure), with a recorded
+map: the recording names nested functions apart (spyre_ci.deps.symbols), so such an edit
+reaches only the pairs that ran that closure, while an edit of the factory's own code reaches
+every pair that ran anything it built."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from selection.python.nested import confined_to_nested
+from tests.support.observed_runs import linked_ops, recorded_map, select_head
+from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+
+DB = f"{INTERNAL}/common_methods_invocations.py"
+
+FACTORY = """
+
+def _sample_factory(kind):
+    def ones(op_info, device, dtype):
+        yield SampleInput(torch.ones(3, device=device, dtype=dtype), args=(2,))
+
+    def zeros(op_info, device, dtype):
+        yield SampleInput(torch.zeros(4, device=device, dtype=dtype), args=(3,))
+
+    return ones if kind == "ones" else zeros
+
+
+sample_inputs_add = _sample_factory("ones")
+sample_inputs_mul = _sample_factory("zeros")
+"""
+
+ADD = [("opinfo", "add", d) for d in ("float16", "float32")]
+MUL = [("opinfo", "mul", d) for d in ("float16", "float32")]
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    """add's and mul's sample inputs are two closures of one factory."""
+    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    repo.reset()
+    text = repo.read(DB)
+    start = text.index("def sample_inputs_add(")
+    end = text.index("def sample_inputs_unary(")
+    repo.write(DB, text[:start] + FACTORY.lstrip("\n") + "\n\n" + text[end:])
+    repo.base = repo.commit("sample inputs built by a factory")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("manifests") / "manifest.yaml"
+    path.write_text(MANIFEST.lstrip("\n"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def deps(tmp_path: Path) -> Path:
+    ran = {pair: [f"{DB}::_sample_factory.<locals>.ones"] for pair in ADD}
+    ran |= {pair: [f"{DB}::_sample_factory.<locals>.zeros"] for pair in MUL}
+    return recorded_map(tmp_path, ran)
+
+
+def _pairs(ops: set[tuple[str | None, str | None]]) -> set[tuple[str, str, str]]:
+    return {("opinfo", op, dtype) for op, dtype in ops if op and dtype}
+
+
+def test_an_edit_inside_one_closure_reaches_only_the_pairs_that_ran_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, deps: Path
+) -> None:
+    head = upstream.change(DB, "torch.ones(3, device", "torch.ones(5, device")
+    static = _pairs(linked_ops(select_head(upstream, manifest, head, tmp_path)))
+    assert set(ADD + MUL) <= static  # statically: whatever the factory built
+    observed = _pairs(linked_ops(select_head(upstream, manifest, head, tmp_path, str(deps))))
+    assert set(ADD) <= observed and not set(MUL) & observed
+
+
+def test_an_edit_of_the_factorys_own_code_reaches_every_pair_that_ran_what_it_built(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, deps: Path
+) -> None:
+    head = upstream.change(DB, 'if kind == "ones"', 'if kind != "zeros"')
+    observed = _pairs(linked_ops(select_head(upstream, manifest, head, tmp_path, str(deps))))
+    assert set(ADD + MUL) <= observed
+
+
+def test_a_closure_no_recorded_pair_ran_keeps_its_static_links(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """The recording can rule pairs out only for code it saw run."""
+    ran = {pair: [f"{DB}::_sample_factory.<locals>.ones"] for pair in ADD + MUL}
+    deps = recorded_map(tmp_path, ran)
+    head = upstream.change(DB, "torch.zeros(4, device", "torch.zeros(6, device")
+    observed = _pairs(linked_ops(select_head(upstream, manifest, head, tmp_path, str(deps))))
+    assert set(ADD + MUL) <= observed
+
+
+def _defs(source: str) -> list[ast.AST]:
+    return [ast.parse(source).body[0]]
+
+
+OUTER = """
+def f(x, scale=2):
+    @decorate(1)
+    def g(y):
+        return y * scale
+    if x:
+        def h(y):
+            return y + 1
+    return g(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("edit", "confined"),
+    [
+        (("y * scale", "y * scale * 1.5"), ("f.<locals>.g",)),
+        (("y + 1", "y + 2"), ("f.<locals>.h",)),  # defined inside an `if`
+        (("return g(x)", "return g(x + 1)"), ()),  # the function's own statement
+        (("@decorate(1)", "@decorate(2)"), ()),  # decorators run with the function
+        (("def g(y):", "def g(y, z=0):"), ()),  # so do defaults
+        (("def h(y)", "def k(y)"), ()),  # another name binds in the function
+    ],
+)
+def test_which_nested_functions_an_edit_is_confined_to(
+    edit: tuple[str, str], confined: tuple[str, ...]
+) -> None:
+    old, new = OUTER, OUTER.replace(*edit)
+    assert new != old
+    assert confined_to_nested("f", _defs(old), _defs(new)) == confined

@@ -1,0 +1,43 @@
+"""Selections over an upstream-shaped repository (tests.support.upstream_repo), with or
+without a recorded dependency map, and the (op, dtype) pairs they link."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from selection.observed import ObservedMap
+from selection.pipeline import SelectOptions, prepare, run_pipeline
+from selection.state import PipelineState
+from tests.support.upstream_repo import UpstreamRepo
+
+
+def recorded_map(tmp_path: Path, functions: dict[tuple[str, str, str], list[str]]) -> Path:
+    """A recorded dependency map (the `spyre-ci deps` artifact) of these pairs."""
+    observed = ObservedMap(torch_version="9.1.0", device="spyre")
+    for pair, names in functions.items():
+        observed.add(pair, [], names)
+    path = tmp_path / "deps.json"
+    path.write_text(json.dumps(observed.to_document()), encoding="utf-8")
+    return path
+
+
+def select_head(
+    upstream: UpstreamRepo, manifest: Path, head: str, tmp_path: Path, deps: str = "none"
+) -> PipelineState:
+    options = SelectOptions(
+        from_=upstream.base, to=head, pytorch_repo=upstream.path, manifests=[manifest],
+        cache=tmp_path / "cache", deps=deps,
+    )  # fmt: skip
+    request, _ = prepare(options)
+    return run_pipeline(request)
+
+
+def linked_ops(state: PipelineState) -> set[tuple[str | None, str | None]]:
+    """(op, dtype) of the tests selected through a link (a canary's picks left out: a
+    stratified canary over a tiny scope picks nearly everything)."""
+    return {
+        (c.instance.op, c.instance.dtype)
+        for c in state.candidates.values()
+        if any(cause.stage == "map" and cause.kind != "canary" for cause in c.causes)
+    }

@@ -5,8 +5,8 @@ A *use* is a dotted chain a symbol's code names in a way that runs it: a call
 class, or a plain reference (`fn = _refs.add`). Uses are collected from the code that can
 run on our device (selection.python.for_us): a helper reached only through another
 device's path reaches nothing here. The classes an `isinstance`/`issubclass` test or a comparison
-(`typ in (bool, SymBool)`) compares with, and annotations, are not uses: none of their code
-runs.
+(`typ in (bool, SymBool)`) compares with, those a type spec names (`IntLike = (int,
+torch.SymInt)`, `int | torch.SymInt`), and annotations, are not uses: none of their code runs.
 """
 
 from __future__ import annotations
@@ -208,6 +208,14 @@ class _UseCollector:
                 if part is not None:
                     self._visit(part, "reference")
             return
+        elements = _type_spec(node)
+        if elements is not None:
+            # `IntLike = (int, torch.SymInt)`, `int | torch.SymInt`: a type spec names the
+            # classes that isinstance tests and annotations compare with; none of their
+            # code runs (a function among them is still kept by uses_of)
+            for item in elements:
+                self._visit(item, "compared")
+            return
         if isinstance(node, ast.Compare):
             # `typ in (bool, torch.SymBool)`: a class compared as a value runs none of its
             # code (uses_of drops such uses of classes; a compared list is still read)
@@ -231,6 +239,39 @@ class _UseCollector:
                     self._visit(default, "argument")
         for stmt in node.body:
             self._visit(stmt, "reference")
+
+
+# Builtin types: a tuple or union naming one of them beside classes is a type spec.
+_BUILTIN_TYPES = frozenset({"int", "float", "bool", "complex", "str", "bytes", "type", "object"})
+
+
+def _type_spec(node: ast.AST) -> list[ast.expr] | None:
+    """The classes of a type spec -- a tuple, list or set, or a `|` union, of plain names
+    (`torch.SymInt`) and `None`, at least one of them a builtin type -- else None. Such a
+    value is what isinstance compares with or an annotation names, never called through."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = list(node.elts)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        items = _union_members(node)
+    else:
+        return None
+    if not items or not all(_is_type_name(i) for i in items):
+        return None
+    if not any(isinstance(i, ast.Name) and i.id in _BUILTIN_TYPES for i in items):
+        return None
+    return [i for i in items if not (isinstance(i, ast.Constant) and i.value is None)]
+
+
+def _union_members(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return [*_union_members(node.left), *_union_members(node.right)]
+    return [node]
+
+
+def _is_type_name(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value is None
+    return isinstance(node, (ast.Name, ast.Attribute)) and bool(chain_of(node))
 
 
 def _guards(node: ast.AST) -> list[ast.expr]:

@@ -35,6 +35,12 @@ def silu(x):
     if can_fuse(x) and x.device.type == "cuda":
         return _fused_cuda(x)
     return x * torch.sigmoid(x)
+
+
+IntLike = (int, torch.SymInt)
+IntLikeType = int | torch.SymInt | None
+handlers = (torch.sym_not, _fused_cuda)
+passthrough = {torch.device, torch.sym_float}
 """
 
 
@@ -48,7 +54,7 @@ def test_the_classes_a_type_test_compares_with_are_compared_not_called_but_its_c
     used = {".".join(u.chain) for u in summary.uses["_check_with"]}  # type: ignore[attr-defined]
     how = {".".join(u.chain): u.how for u in summary.uses["_check_with"]}  # type: ignore[attr-defined]
     # compared, never constructed or called: the link graph drops them if they are classes
-    # (a module-level tuple of classes, `IntLike`, still links)
+    # (a module-level tuple of classes, `IntLike`, still links: see the type specs below)
     assert how["torch.SymBool"] == how["ValueError"] == how["builtins.bool"] == "compared"
     assert {"cond", "error_type", "_bool_types", "message", "isinstance"} <= used
 
@@ -69,3 +75,21 @@ def test_annotations_are_not_uses_and_compared_values_are_kept_as_compared() -> 
     # kept, marked: the link graph drops a compared class, never a compared list
     assert uses["torch.SymBool"] == uses["_known_types"] == "compared"
     assert uses["_default_type"] == "call"
+
+
+def test_a_type_spec_names_classes_as_compared_and_other_collections_as_used() -> None:
+    """`IntLike = (int, torch.SymInt)` is what isinstance tests compare with: a change of
+    SymInt's class header runs through none of its users. A tuple or set with no builtin
+    type in it may hold what is called later (handlers, functions passed through)."""
+    summary = _summary()
+    uses = summary.uses  # type: ignore[attr-defined]
+    for name in ("IntLike", "IntLikeType"):
+        assert {".".join(u.chain): u.how for u in uses[name]} == {
+            "int": "compared",
+            "torch.SymInt": "compared",
+        }
+    for name, chains in (
+        ("handlers", {"torch.sym_not", "_fused_cuda"}),
+        ("passthrough", {"torch.device", "torch.sym_float"}),
+    ):
+        assert {".".join(u.chain): u.how for u in uses[name]} == dict.fromkeys(chains, "reference")

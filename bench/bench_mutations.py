@@ -121,7 +121,7 @@ def _reached(observed: Any, reused: list[Instance], facts: OpFacts) -> Any:
         if spec.mode == EXECUTION:
             if observed is None or site.symbol == "<module>":
                 return None
-            return bool(observed.pairs_running_function(site.path, site.symbol) & in_scope)
+            return bool(_ran(observed, site.path, site.symbol) & in_scope)
         if spec.ops:
             wanted = {own_op(op) for op in spec.ops}
             return any({own_op(a) for a in facts.aten_names.get(op, ())} & wanted for op in ops)
@@ -141,7 +141,15 @@ def _executed(
     function = mutation.function
     if observed is None or function is None or f"{function[0]}::{function[1]}" in import_time:
         return None
-    return observed.pairs_running_function(*function) & in_scope
+    return _ran(observed, *function) & in_scope
+
+
+def _ran(observed: Any, path: str, symbol: str) -> set[Pair]:
+    """The pairs that ran a function in any path: a decomposition runs only where its op is
+    compiled, and the truth runs the compiled paths too."""
+    return set(observed.pairs_running_function(path, symbol)) | set(
+        observed.pairs_running_function(path, symbol, compiled=True)
+    )
 
 
 def _mode_record(run: ModeRun, truth: set[str], single: bool) -> dict[str, Any]:

@@ -158,12 +158,15 @@ class ObservedMap:
                 bits |= found
         return self._pairs_of(bits)
 
-    def pairs_running_function(self, path: str, qualname: str, compiled: bool = False) -> set[Pair]:
-        """Pairs that executed the function or a function defined inside it (`compiled`:
-        only in the compiled paths); one run in the warm-up may serve every pair.
-        `outer.<locals>.inner` is the nested function alone."""
+    def pairs_running_function(
+        self, path: str, qualname: str, compiled: bool = False, nested: bool = True
+    ) -> set[Pair]:
+        """Pairs that executed the function or (`nested`) a function defined inside it
+        (`compiled`: only in the compiled paths); one run in the warm-up may serve every
+        pair. `outer.<locals>.inner` is the nested function alone."""
         kind = "compiled_functions" if compiled else "functions"
-        names = self._with_nested(kind, f"{path}::{qualname}")
+        name = f"{path}::{qualname}"
+        names = self._with_nested(kind, name) if nested else [name]
         if not self.baseline[kind].isdisjoint(names):
             return set(self._pairs)
         table = self._uses[kind]
@@ -252,6 +255,7 @@ class ObservedMap:
 
     def add_baseline(self, baseline: object) -> None:
         """Adds a document's `baseline` object (NAME_LISTS -> names)."""
+        self._nested.clear()
         if not isinstance(baseline, dict):
             raise BadDepsDocument("baseline: expected an object")
         for key in NAME_LISTS:

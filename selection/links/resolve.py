@@ -127,13 +127,16 @@ def resolve(
             return result
     roots = index.graph.reach(through_graph)
     observed = index.observed
-    targets = [t for link in through_graph for t in _asked(link)]
-    if observed is None or not all(_seen_running(observed, t) for t in targets):
+    asked = [question for link in through_graph for question in _asked(link)]
+    if observed is None or not all(
+        any(_seen_running(observed, t) for t, nested in _asked(link) if nested)
+        for link in through_graph
+    ):
         for root, link in roots.items():
             for inst in root_instances(root, index, "registration" in link.kinds):
                 result.add(inst, link)
         return result
-    _with_observed(result, roots, observed, targets, through_graph[0], index)
+    _with_observed(result, roots, observed, asked, through_graph[0], index)
     return result
 
 
@@ -141,7 +144,7 @@ def _with_observed(
     result: Resolution,
     roots: dict[Target, Link],
     observed: ObservedMap,
-    targets: list[Target],
+    asked: list[Asked],
     first: Link,
     index: LinkIndex,
 ) -> None:
@@ -152,7 +155,7 @@ def _with_observed(
             # what a template reaches, and pairs without a recording, keep the static link.
             if root.kind == "template" or pair is None or not observed.is_recorded(pair):
                 result.add(inst, link)
-    eager, compiled = _observed_pairs(observed, targets)
+    eager, compiled = _observed_pairs(observed, asked)
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
     for pairs, path, traced_only in ((eager, "ran", False), (compiled, "ran compiled", True)):
         step = Step("", "", f"executed when it {path} {where}")
@@ -164,13 +167,20 @@ def _with_observed(
                 result.observed += 1
 
 
-def _asked(link: Link) -> list[Target]:
-    """What the recording is asked about for a link: the nested functions an edit of its
-    function was confined to, else its target."""
+# What the recording is asked about: a target, and whether what is nested in it counts.
+Asked = tuple[Target, bool]
+
+
+def _asked(link: Link) -> list[Asked]:
+    """For an edit confined to functions nested in the link's function: those functions, and
+    the pairs that ran the function's own code (the recording may have stopped before one
+    reached the nested function: a sample cap, a memo). Else the target with all it nests.
+    Only the nested entries (True) tell whether the recording saw the edited code run."""
     target = link.target
     if target.kind == "function" and link.observed_as:
-        return [Target.function(target.path, name) for name in link.observed_as]
-    return [target]
+        inner = [(Target.function(target.path, name), True) for name in link.observed_as]
+        return [*inner, (target, False)]
+    return [(target, True)]
 
 
 def _seen_running(observed: ObservedMap, target: Target) -> bool:
@@ -189,14 +199,15 @@ def _seen_running(observed: ObservedMap, target: Target) -> bool:
     return False
 
 
-def _observed_pairs(observed: ObservedMap, targets: list[Target]) -> tuple[set[Pair], set[Pair]]:
+def _observed_pairs(observed: ObservedMap, asked: list[Asked]) -> tuple[set[Pair], set[Pair]]:
     """(pairs that executed a target in the eager paths, pairs that did only compiled)."""
     eager: set[Pair] = set()
     compiled: set[Pair] = set()
-    for target in targets:
+    for target, nested in asked:
         if target.kind == "function":
-            eager |= observed.pairs_running_function(target.path, target.name)
-            compiled |= observed.pairs_running_function(target.path, target.name, compiled=True)
+            path, name = target.path, target.name
+            eager |= observed.pairs_running_function(path, name, nested=nested)
+            compiled |= observed.pairs_running_function(path, name, True, nested)
         else:
             eager |= observed.pairs_running_aten(target.name)
             compiled |= observed.pairs_running_aten(target.name, compiled=True)

@@ -42,15 +42,16 @@ def confined_to_nested(qualname: str, old: list[ast.AST], new: list[ast.AST]) ->
 
 
 def _nested_defs(function: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions defined directly in `function`'s body (inside `if`/`for`/`with`/`try`
-    blocks too; not those of a nested class, nor functions nested deeper), in source order."""
+    """The functions defined directly in `function`'s body (inside `if`/`for`/`with`/`try`/
+    `except`/`match` blocks too; not those of a nested class, nor functions nested deeper),
+    in source order."""
     found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, _FUNCTIONS):
                 found.append(child)
-            elif isinstance(child, ast.stmt) and not isinstance(child, ast.ClassDef):
+            elif not isinstance(child, (ast.expr, ast.ClassDef)):
                 visit(child)
 
     visit(function)

@@ -29,6 +29,8 @@ ANALYSERS = (
     "selection.python.summary",
     "selection.python.chains",
     "selection.python.names",
+    "selection.python.nested",
+    "selection.observed",
     "selection.links.registrations",
     "selection.model",
 )

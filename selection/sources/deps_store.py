@@ -245,6 +245,11 @@ def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedM
         return None
     path, version = chosen.path, chosen.schema_version
     try:
+        if version > SCHEMA_VERSION:
+            raise StaleMap(
+                f"{path} was recorded by a newer spyre-ci (map schema {version}, this one "
+                f"reads {SCHEMA_VERSION}): upgrade spyre-ci, or record the map again"
+            )
         if version != SCHEMA_VERSION:
             raise StaleMap(
                 f"{path} was recorded by an older spyre-ci (map schema {version}, this one "

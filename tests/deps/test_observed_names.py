@@ -54,11 +54,15 @@ def test_what_the_warm_up_compiled_serves_only_compiled_lookups() -> None:
     assert observed.pairs_running_function(PRIMS, "_make_prim", compiled=True) == every
     # eager: only the pairs that ran its closures, not every pair of the map
     assert observed.pairs_running_function(PRIMS, "_make_prim") == {ADD, MUL}
-    # a closure of a function the warm-up compiled ran there too
+
+
+def test_a_closure_the_warm_up_ran_serves_every_pair_for_its_factory() -> None:
+    observed = _map()
     nested = "_make_prim.<locals>._prim_impl"
-    assert observed.pairs_running_function(PRIMS, nested, compiled=True) == set()
-    observed.add_baseline({"compiled_functions": [f"{PRIMS}::{nested}"]})
-    assert observed.pairs_running_function(PRIMS, "_make_prim", compiled=True) == every
+    assert observed.pairs_running_function(PRIMS, "_make_prim", compiled=True) == set()
+    observed.add_baseline({"compiled_functions": [f"{PRIMS}::{nested}"]})  # after a lookup
+    assert observed.pairs_running_function(PRIMS, "_make_prim", compiled=True) == {ADD, MUL, SUB}
+    assert observed.pairs_running_function(PRIMS, "_make_prim", True, nested=False) == set()
 
 
 def test_the_warm_up_keeps_what_only_its_compiled_paths_ran_apart() -> None:

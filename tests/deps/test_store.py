@@ -171,3 +171,15 @@ def test_a_map_of_an_older_schema_is_not_used_and_says_why(tmp_path: Path) -> No
     ):
         load_observed(tmp_path, "2.13.0", "spyre")
     assert read_document(path)["schema_version"] == 1  # exported as what it is
+
+
+def test_a_map_of_a_newer_schema_is_not_used_and_says_to_upgrade(tmp_path: Path) -> None:
+    path = write_document(tmp_path, _doc())
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),)
+        )
+    connection.close()
+    with pytest.raises(StaleMap, match=r"recorded by a newer spyre-ci .*: upgrade spyre-ci"):
+        load_observed(tmp_path, "2.13.0", "spyre")

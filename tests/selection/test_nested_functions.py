@@ -96,6 +96,47 @@ def test_a_closure_no_recorded_pair_ran_keeps_its_static_links(
     assert set(ADD + MUL) <= observed
 
 
+LATE = """def sample_inputs_add(op_info, device, dtype):
+    def late(n):
+        return torch.ones(n, device=device, dtype=dtype)
+
+    yield SampleInput(torch.ones(3, device=device, dtype=dtype), args=(2,))
+    yield SampleInput(late(5), args=(2,))
+
+
+"""
+
+
+@pytest.fixture(scope="module")
+def late_helper(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    """add's sample function has a helper nested in it, used by its later samples."""
+    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    repo.reset()
+    text = repo.read(DB)
+    start = text.index("def sample_inputs_add(")
+    end = text.index("def sample_inputs_mul(")
+    repo.write(DB, text[:start] + LATE + text[end:])
+    repo.base = repo.commit("a nested helper in a sample function")
+    return repo
+
+
+def test_pairs_that_ran_the_enclosing_function_are_kept_for_an_edit_of_its_nested_one(
+    late_helper: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """The recording caps samples per pair: add/float32 stopped before the sample that calls
+    `late`, but its test runs every sample. So an edit of `late` reaches every pair that
+    ran `sample_inputs_add` itself, not only those the recording saw run `late`."""
+    outer, inner = f"{DB}::sample_inputs_add", f"{DB}::sample_inputs_add.<locals>.late"
+    deps = recorded_map(
+        tmp_path,
+        {ADD[0]: [outer, inner], ADD[1]: [outer]}
+        | {pair: [f"{DB}::sample_inputs_mul"] for pair in MUL},
+    )
+    head = late_helper.change(DB, "torch.ones(n, device", "torch.zeros(n, device")
+    observed = _pairs(linked_ops(select_head(late_helper, manifest, head, tmp_path, str(deps))))
+    assert set(ADD) <= observed and not set(MUL) & observed
+
+
 def _defs(source: str) -> list[ast.AST]:
     return [ast.parse(source).body[0]]
 
@@ -108,6 +149,14 @@ def f(x, scale=2):
     if x:
         def h(y):
             return y + 1
+    try:
+        pass
+    except ValueError:
+        def k(y):
+            return y - 1
+    class C:
+        def m(self):
+            return 3
     return g(x)
 """
 
@@ -120,7 +169,9 @@ def f(x, scale=2):
         (("return g(x)", "return g(x + 1)"), ()),  # the function's own statement
         (("@decorate(1)", "@decorate(2)"), ()),  # decorators run with the function
         (("def g(y):", "def g(y, z=0):"), ()),  # so do defaults
-        (("def h(y)", "def k(y)"), ()),  # another name binds in the function
+        (("def h(y)", "def j(y)"), ()),  # another name binds in the function
+        (("y - 1", "y - 2"), ("f.<locals>.k",)),  # defined in an `except` handler
+        (("return 3", "return 4"), ()),  # a nested class is the function's own code
     ],
 )
 def test_which_nested_functions_an_edit_is_confined_to(

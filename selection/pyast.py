@@ -228,12 +228,13 @@ def _class_symbols(node: ast.ClassDef, source: _Source) -> list[Symbol]:
     head_text = "\n".join(source.lines[first : max(body_start, node.lineno)])
     header_hash = _hash_text(head_text, *(source.segment(s) for s in others))
     symbols = [Symbol(node.name, "class", header_hash, [header], node.lineno)]
-    for method in methods:
-        text = source.segment(method)
+    by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for method in methods:  # a property's getter and setter share a name: one symbol
+        by_name.setdefault(method.name, []).append(method)
+    for name, defs in by_name.items():
+        text_hash = _hash_text(*(source.segment(d) for d in defs))
         symbols.append(
-            Symbol(
-                f"{node.name}.{method.name}", "method", _hash_text(text), [method], method.lineno
-            )
+            Symbol(f"{node.name}.{name}", "method", text_hash, list(defs), defs[0].lineno)
         )
     return symbols
 
@@ -242,27 +243,35 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
     """Every top-level function, class, method and assigned name of a parsed module.
 
     Statements that define nothing (imports, `if` blocks, calls) form `<module>`; a name
-    assigned several times (`op_db += ...`) is one symbol over all its statements.
+    defined or assigned several times (`op_db += ...`, a property's getter and setter) is one
+    symbol over all its statements.
     """
     source = _Source(text)
     symbols: dict[str, Symbol] = {}
     grouped: dict[str, list[ast.stmt]] = {}
+    kinds: dict[str, str] = {}  # a function's kind wins over later assignments of its name
     rest: list[ast.stmt] = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            text_hash = _hash_text(source.segment(stmt))
-            symbols[stmt.name] = Symbol(stmt.name, "function", text_hash, [stmt], stmt.lineno)
+            grouped.setdefault(stmt.name, []).append(stmt)
+            kinds.setdefault(stmt.name, "function")
         elif isinstance(stmt, ast.ClassDef):
             for sym in _class_symbols(stmt, source):
                 symbols[sym.qualname] = sym
         elif names := _assign_targets(stmt):
             for name in names:
                 grouped.setdefault(name, []).append(stmt)
+                kinds.setdefault(name, "assign")
         else:
             rest.append(stmt)
+    # A name defined several times is one symbol over all its statements (`def f` then
+    # `f = wrap(f)`, `@overload` stubs and the implementation): each of them can change it.
     for name, stmts in grouped.items():
+        if name in symbols:  # also a class: the class keeps the name, the rest is module code
+            rest.extend(stmts)
+            continue
         text_hash = _hash_text(*(source.segment(s) for s in stmts))
-        symbols[name] = Symbol(name, "assign", text_hash, list(stmts), stmts[0].lineno)
+        symbols[name] = Symbol(name, kinds[name], text_hash, list(stmts), stmts[0].lineno)
     text_hash = _hash_text(*(source.segment(s) for s in rest))
     symbols[MODULE_SYMBOL] = Symbol(MODULE_SYMBOL, "module", text_hash, list(rest), 1)
     return symbols

@@ -84,6 +84,8 @@ class Link:
     # What a recorded map is asked about instead of a function target: the functions nested
     # in it that an edit was confined to (`f.<locals>.g`); empty: the target itself.
     observed_as: tuple[str, ...] = ()
+    # The change runs only where a test traces its op (a Meta kernel): only those instances.
+    traced_only: bool = False
 
 
 @dataclass

@@ -2,12 +2,14 @@
 
 The ATen op, resolved through the link graph (the entries dispatching to it, the Python
 code calling it, the ops whose backward formulas call it). A change confined to another
-device's or layout's dispatch keys affects nothing; a derivatives.yaml change only matters
-when gradients are computed (kind `derivative`).
+device's or layout's dispatch keys affects nothing; one confined to Meta kernels (besides
+other devices' keys) reaches only the instances that trace their op, as a Python meta kernel
+does; a derivatives.yaml change only matters when gradients are computed (kind `derivative`).
 """
 
 from __future__ import annotations
 
+from selection.devices import dispatch_key_other_device
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.model import NativeChange
@@ -26,6 +28,28 @@ class NativeLinks:
             return Outcome(no_effect=f"{summary}: only another device's dispatch changed")
         path = f"{change.source}.yaml"
         how = ", ".join(change.fields[:4]) or str(change.kind)
+        traced = is_trace_only(change)
+        if traced:
+            how += " (a Meta kernel: it runs where the op is traced)"
         step = Step(path, change.op, how)
         kind = "derivative" if change.source == "derivatives" else "native"
-        return Outcome(links=[Link(Target.aten(change.op), (step,))], kind=kind)
+        link = Link(Target.aten(change.op), (step,), traced_only=traced)
+        return Outcome(links=[link], kind=kind)
+
+
+# The dispatch key of the kernels that run on meta and fake tensors: tracing (torch.compile,
+# make_fx, export, FakeTensor) and meta-device templates, not a device's eager op.
+TRACING_KEYS = frozenset({"Meta"})
+
+
+def is_trace_only(change: NativeChange) -> bool:
+    """Only Meta kernels changed for us (the other changed keys are other devices' or
+    layouts'): the change reaches the instances that trace their op."""
+    keys = [f.removeprefix("dispatch.") for f in change.fields]
+    return (
+        change.source == "native_functions"
+        and bool(keys)
+        and all(f.startswith("dispatch.") for f in change.fields)
+        and any(k in TRACING_KEYS for k in keys)
+        and all(k in TRACING_KEYS or dispatch_key_other_device(k) for k in keys)
+    )

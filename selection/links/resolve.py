@@ -119,8 +119,11 @@ def resolve(
                 result.add(by_id[node_id], link)
     if not through_graph:
         return result
+    traced = all(link.traced_only for link in through_graph)
     if limit is not None:
-        result.bits = index.graph.root_bits(link.target for link in through_graph)
+        plain, registered = index.graph.root_bits(link.target for link in through_graph)
+        # a traced-only change counts every root as one it reaches only where traced
+        result.bits = (0, plain | registered) if traced else (plain, registered)
         result.count = _count(result.bits, index, within, limit)
         if result.count > limit:
             result.broad = True
@@ -133,10 +136,10 @@ def resolve(
         for link in through_graph
     ):
         for root, link in roots.items():
-            for inst in root_instances(root, index, "registration" in link.kinds):
+            for inst in root_instances(root, index, traced or "registration" in link.kinds):
                 result.add(inst, link)
         return result
-    _with_observed(result, roots, observed, asked, through_graph[0], index)
+    _with_observed(result, roots, observed, asked, through_graph[0], index, traced)
     return result
 
 
@@ -147,9 +150,11 @@ def _with_observed(
     asked: list[Asked],
     first: Link,
     index: LinkIndex,
+    traced: bool = False,
 ) -> None:
+    """`traced`: the change runs only where an instance traces its op."""
     for root, link in roots.items():
-        for inst in root_instances(root, index, "registration" in link.kinds):
+        for inst in root_instances(root, index, traced or "registration" in link.kinds):
             pair = _pair(inst)
             # The recording runs an entry's samples and callables, never a template's body:
             # what a template reaches, and pairs without a recording, keep the static link.
@@ -157,7 +162,7 @@ def _with_observed(
                 result.add(inst, link)
     eager, compiled = _observed_pairs(observed, asked)
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
-    for pairs, path, traced_only in ((eager, "ran", False), (compiled, "ran compiled", True)):
+    for pairs, path, traced_only in ((eager, "ran", traced), (compiled, "ran compiled", True)):
         step = Step("", "", f"executed when it {path} {where}")
         for pair in sorted(pairs):
             for inst in index.by_pair().get(pair, []):

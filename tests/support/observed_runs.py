@@ -12,11 +12,16 @@ from selection.state import PipelineState
 from tests.support.upstream_repo import UpstreamRepo
 
 
-def recorded_map(tmp_path: Path, functions: dict[tuple[str, str, str], list[str]]) -> Path:
-    """A recorded dependency map (the `spyre-ci deps` artifact) of these pairs."""
+def recorded_map(
+    tmp_path: Path,
+    functions: dict[tuple[str, str, str], list[str]],
+    aten: dict[tuple[str, str, str], list[str]] | None = None,
+) -> Path:
+    """A recorded dependency map (the `spyre-ci deps` artifact) of these pairs: the Python
+    functions and (`aten`) the ATen ops each ran in the eager paths."""
     observed = ObservedMap(torch_version="9.1.0", device="spyre")
-    for pair, names in functions.items():
-        observed.add(pair, [], names)
+    for pair in {*functions, *(aten or {})}:
+        observed.add(pair, (aten or {}).get(pair, []), functions.get(pair, []))
     path = tmp_path / "deps.json"
     path.write_text(json.dumps(observed.to_document()), encoding="utf-8")
     return path

@@ -126,6 +126,17 @@ class ObservedMap:
         table = self._uses[kind]
         table[name] = table.get(name, 0) | self._bit(pair)
 
+    def add_runs(self, kind: str, name: str, pairs: list[Pair]) -> None:
+        """Every pair (already added) that ran one name, in one go: a recording is millions of
+        uses, and OR-ing one bit at a time into a bitset of thousands copies it each time."""
+        bitmap = bytearray((len(self._pairs) + 8) // 8)
+        for pair in pairs:
+            index = self._index[pair]
+            bitmap[index >> 3] |= 1 << (index & 7)
+        self._nested.clear()
+        table = self._uses[kind]
+        table[name] = table.get(name, 0) | int.from_bytes(bitmap, "little")
+
     def tables(self) -> dict[str, dict[str, set[Pair]]]:
         """Each of NAME_LISTS -> name -> the pairs that ran it (materialized: for documents
         and tests; lookups go through the bitsets)."""

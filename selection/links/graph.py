@@ -111,7 +111,9 @@ class LinkGraph:
 
     def roots(self, bits: int) -> list[Target]:
         self._root_bits()
-        return [root for i, root in enumerate(self._roots) if bits >> i & 1]
+        # one pass over the bits' binary digits (shifting a big int per root is quadratic)
+        digits = bin(bits)[:1:-1]  # least significant first, without the "0b"
+        return [self._roots[i] for i, digit in enumerate(digits) if digit == "1"]
 
     def _root_bits(self) -> dict[Target, tuple[int, int]]:
         if self._bits is None:

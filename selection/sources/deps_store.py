@@ -17,7 +17,9 @@ map first. Release segments must be equal: `2.13` is not `2.13.0`, and `2.13.1` 
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 import os
 import re
 import sqlite3
@@ -283,10 +285,11 @@ def _observed_from(path: Path) -> ObservedMap:
             else:
                 observed.failed[pair] = status
         names = {nid: (kind, name) for nid, kind, name in connection.execute("SELECT * FROM names")}
-        for pid, nid in connection.execute("SELECT pair_id, name_id FROM uses"):
-            if pid in pairs:
-                kind, name = names[nid]
-                observed.add_use(kind, name, pairs[pid])
+        rows = connection.execute("SELECT name_id, pair_id FROM uses ORDER BY name_id")
+        for nid, uses in itertools.groupby(rows, key=operator.itemgetter(0)):
+            ran = [pairs[pid] for _, pid in uses if pid in pairs]
+            if ran:
+                observed.add_runs(*names[nid], ran)
     finally:
         connection.close()
     return observed

@@ -175,7 +175,7 @@ def prepare(
         if options.capabilities is not None:  # asked for by name: not usable is bad input
             raise BadInput(f"--capabilities {options.capabilities}: {facts.problem}")
         extra.append(facts.problem)
-    _check_deps_readable(options.deps)
+    given = _read_deps_file(options)  # a bad --deps file is bad input before any download
     if mode == "release":
         repo, (base, head) = _releases(
             options, [options.from_ or "", options.to or ""], progress, note, extra
@@ -204,7 +204,7 @@ def prepare(
         ]
     base_trees, head_trees = _trees(repo, base, head, options.pytorch_src)
     paths = changed_paths(repo, base.sha, head.sha)
-    observed, deps_note = _observed(options, base, base_trees)
+    observed, deps_note = _observed(options, base, base_trees, given)
     extra.append(deps_note)
     request = SelectionRequest(
         base,
@@ -234,22 +234,26 @@ def base_torch_version(base: Revision, trees: ParsedTrees) -> str:
     return found.group(1) if found else ""
 
 
-def _check_deps_readable(deps: str) -> None:
-    if deps in ("auto", "none"):
-        return
+def _read_deps_file(options: SelectOptions) -> ObservedMap | None:
+    """The map of `--deps FILE`, read and checked (schema, device); None for auto/none."""
+    if options.deps in ("auto", "none"):
+        return None
+    path = Path(options.deps)
     try:
-        Path(deps).open("rb").close()
-    except OSError as exc:
-        raise BadInput(f"--deps {deps}: cannot read: {exc.strerror or exc}") from exc
-
-
-def _check_serves(path: Path, observed: ObservedMap, version: str, device: str) -> None:
-    """A map recorded on another device, or on another release than the base, would
-    decide links it knows nothing about."""
+        observed = ObservedMap.from_document(read_artifact(path))
+    except BadArtifact as exc:
+        raise BadInput(f"--deps {path}: {exc}") from exc
+    device = options.device.name
     if observed.device != device:
         raise BadInput(
             f"--deps {path}: recorded on device {observed.device!r}, not {device!r} (--device-name)"
         )
+    return observed
+
+
+def _check_serves(path: Path, observed: ObservedMap, version: str) -> None:
+    """A map recorded on another release than the base would decide links it knows nothing
+    about (the device is checked when the file is read)."""
     if version and public_version(observed.torch_version) != public_version(version):
         raise BadInput(
             f"--deps {path}: recorded on torch {observed.torch_version}, "
@@ -258,19 +262,16 @@ def _check_serves(path: Path, observed: ObservedMap, version: str, device: str) 
 
 
 def _observed(
-    options: SelectOptions, base: Revision, trees: ParsedTrees
+    options: SelectOptions, base: Revision, trees: ParsedTrees, given: ObservedMap | None
 ) -> tuple[ObservedMap | None, str]:
-    """The recorded dependency map to use, and a note saying which (or why none)."""
+    """The recorded dependency map to use (`given`: the --deps file's), and a note saying
+    which (or why none)."""
     device = options.device.name
     if options.deps == "none":
         return None, "recorded dependencies: not used (--deps none): static links only"
-    if options.deps != "auto":
-        path = Path(options.deps)
-        try:
-            observed = ObservedMap.from_document(read_artifact(path))
-        except BadArtifact as exc:
-            raise BadInput(f"--deps {path}: {exc}") from exc
-        _check_serves(path, observed, base_torch_version(base, trees), device)
+    if given is not None:
+        path, observed = Path(options.deps), given
+        _check_serves(path, observed, base_torch_version(base, trees))
         return (
             observed,
             f"recorded dependencies: {path} (torch {observed.torch_version} on {observed.device})",

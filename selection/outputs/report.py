@@ -34,6 +34,14 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def deps_note(notes: list[str]) -> str:
+    """Which recorded dependency map the run used, or why none (the selection depends on it)."""
+    return next((n for n in notes if n.startswith(DEPS_NOTE_PREFIX)), "")
+
+
+DEPS_NOTE_PREFIX = "recorded dependencies"
+
+
 def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
     selected = doc["selected"]
     funnel = []
@@ -65,6 +73,7 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
     top_templates = templates.most_common(top)
     return {
         "doc": doc,
+        "deps_note": deps_note(doc["notes"]),
         "funnel": funnel,
         "widest": widest,
         "groups": doc["groups"][:top],

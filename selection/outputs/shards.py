@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from selection.errors import BadInput
@@ -29,22 +30,30 @@ def load_durations(path: Path | None) -> dict[str, float]:
 
 
 def assign_shards(
-    ids: list[str], shards: int, durations: dict[str, float]
+    ids: list[str],
+    shards: int,
+    durations: dict[str, float],
+    unit_of: Callable[[str], str] = lambda i: i,
 ) -> tuple[dict[str, int], list[float], str]:
-    """({id: shard 1..N}, estimated seconds per shard, "durations" | "counts")."""
+    """({id: shard 1..N}, estimated seconds per shard, "durations" | "counts"). Ids with the
+    same `unit_of` (what pytest is given: a whole class for `Class::test_foo*`) share a shard,
+    so no unit runs twice."""
     shards = max(1, shards)
     known = [durations[i] for i in ids if i in durations]
     basis = "durations" if known else "counts"
     default = statistics.median(known) if known else 1.0
-    cost = {i: durations.get(i, default) for i in ids}
+    units: dict[str, list[str]] = {}
+    for test_id in ids:
+        units.setdefault(unit_of(test_id), []).append(test_id)
+    cost = {u: sum(durations.get(i, default) for i in members) for u, members in units.items()}
     heap = [(0.0, n) for n in range(1, shards + 1)]
     heapq.heapify(heap)
     assignment: dict[str, int] = {}
     loads = [0.0] * shards
-    for test_id in sorted(ids, key=lambda i: (-cost[i], i)):
+    for unit in sorted(units, key=lambda u: (-cost[u], u)):
         load, shard = heapq.heappop(heap)
-        assignment[test_id] = shard
-        loads[shard - 1] = load + cost[test_id]
+        assignment.update(dict.fromkeys(units[unit], shard))
+        loads[shard - 1] = load + cost[unit]
         heapq.heappush(heap, (loads[shard - 1], shard))
     return assignment, [round(x, 1) for x in loads], basis
 

@@ -63,7 +63,7 @@ def write_outputs(
 ) -> dict[str, Path]:
     check_target(out)
     ids = list(state.candidates)
-    assignment, loads, basis = assign_shards(ids, shard_count, durations)
+    assignment, loads, basis = assign_shards(ids, shard_count, durations, run_as)
     counts = [sum(1 for s in assignment.values() if s == n + 1) for n in range(len(loads))]
     matrix = actions_matrix(loads, counts, basis)
     doc = build_document(state, assignment, agent, matrix)

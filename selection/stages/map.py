@@ -63,7 +63,7 @@ class MapStage:
                 f"no recorded dependencies: static links for all {len(in_scope)} in-scope "
                 "(op, dtype) pairs (`spyre-ci deps record`)"
             )
-        if unrecorded:
+        if unrecorded and observed is not None:  # without a map, the request's note says so
             state.notes.append(notes[-1])
         return StageReport(self.name, counts, notes)
 

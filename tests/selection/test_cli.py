@@ -59,6 +59,9 @@ def test_range_mode_writes_every_output_and_prints_where(
     matrix = json.loads((out / "matrix.json").read_text())
     assert sorted(m["shard"] for m in matrix["include"]) == [1, 2, 3, 4]
     assert sum(m["tests"] for m in matrix["include"]) == 6
+    # which dependency map decided (none here): in the report, not only in selection.json
+    deps_line = next(x for x in (out / "report.md").read_text().splitlines() if "Dependencies" in x)
+    assert deps_line.startswith("- Dependencies: recorded dependencies: none for torch")
 
 
 def test_reports_are_self_contained_and_name_the_causes(
@@ -199,6 +202,25 @@ def test_a_misspelt_stage_is_refused_before_any_download(tmp_path: Path) -> None
     assert stderr.strip().splitlines()[-1] == (
         "error: --disable-stage: unknown stage 'mapp'; stages are: detect, map, scope, triage"
     )
+    assert not (cache / "wheels").exists() and not (cache / "mirror").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("{", "not JSON: line 1 column 2"),
+        ('{"schema": "spyre-ci/deps", "schema_version": 2}', "schema_version: expected"),
+    ],
+)
+def test_a_bad_deps_file_is_refused_before_any_download(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    cache, deps = tmp_path / "cache", tmp_path / "map.json"
+    deps.write_text(text, encoding="utf-8")
+    code, _, stderr = run_select(["--from", "2.13", "--to", "2.14", "--deps", str(deps)], cache)
+    assert code == EXIT_BAD_INPUT
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: --deps {deps}: ") and error in last
     assert not (cache / "wheels").exists() and not (cache / "mirror").exists()
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from selection.errors import BadInput
+from selection.outputs.document import run_as
 from selection.outputs.shards import actions_matrix, assign_shards, load_durations
 
 
@@ -27,6 +28,16 @@ def test_without_durations_shards_are_balanced_by_count() -> None:
     assert basis == "counts"
     assert sorted(loads) == [2.0, 2.0, 3.0]
     assert sorted(assignment.values()) == [1, 1, 1, 2, 2, 3, 3]
+
+
+def test_a_whole_class_run_for_several_patterns_is_in_one_shard_only() -> None:
+    """`Class::test_foo*` runs as its whole class: every pattern of one class shares a shard,
+    or the class would run once per shard."""
+    ids = [f"test/test_nn.py::TestNN::test_{n}*" for n in "abcdef"]
+    ids += [f"test/test_ops.py::TestCommon::test_out_{n}" for n in range(6)]
+    assignment, loads, _ = assign_shards(ids, 4, {}, run_as)
+    assert len({assignment[i] for i in ids[:6]}) == 1
+    assert sorted(loads) == [2.0, 2.0, 2.0, 6.0]
 
 
 def test_unknown_ids_cost_the_median_of_the_known_ones() -> None:

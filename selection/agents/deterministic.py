@@ -37,7 +37,8 @@ class DeterministicAgent:
         if kind == "canary":
             return Verdict(
                 "run",
-                "canary over shared test machinery: one instance per class, template and dtype",
+                "canary: the change cannot be narrowed to ops (shared machinery, module-level "
+                "code, a blind spot): one instance per class, template and dtype it could reach",
                 0.6,
                 priority,
                 self.name,

@@ -50,7 +50,8 @@ def build_groups(
         group_id = "g" + hashlib.sha1(key.encode()).hexdigest()[:10]
         group = groups.get(group_id)
         if group is None:
-            summary = detect.summary if detect is how else f"{detect.summary} -> {how.summary}"
+            same = detect is how or detect.summary == how.summary  # a canary's one cause
+            summary = detect.summary if same else f"{detect.summary} -> {how.summary}"
             summary += GRADIENT_FREE if free else ""
             group = groups[group_id] = Group(group_id, Cause("triage", how.kind, summary))
             group.gradient_free = free

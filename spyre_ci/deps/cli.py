@@ -154,6 +154,8 @@ def record_command(**kw: Any) -> None:
         f"for torch {doc['torch_version']} on {doc['device']} "
         f"in {time.monotonic() - started:.0f} s: {stored}"
     )
+    if out is not None:
+        click.echo(f"wrote {out} (the map as a JSON artifact)")
 
 
 def _store(cache: Path, doc: dict[str, Any], out: Path | None) -> Path:

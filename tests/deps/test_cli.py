@@ -26,6 +26,7 @@ def test_record_then_export_import_and_load(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0, out
     assert "recorded 1 of 1 pairs (0 failed)" in out
+    assert f"wrote {artifact} (the map as a JSON artifact)" in out
     doc = json.loads(gzip.decompress(artifact.read_bytes()))
     (row,) = doc["pairs"]
     assert (row["database"], row["op"], row["dtype"], row["status"]) == (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.observed_runs import linked_ops, select_head
-from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+from tests.support.observed_runs import linked_ops, manifest_file, select_head, upstream_replacing
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 
@@ -37,21 +37,16 @@ sample_inputs_mul = partial(_sample_inputs_mul, size=4)
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
-    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
-    repo.reset()
-    text = repo.read(DB)
-    start = text.index("def sample_inputs_add(")
-    end = text.index("def sample_inputs_unary(")
-    repo.write(DB, text[:start] + NAMES.lstrip("\n") + "\n\n" + text[end:])
-    repo.base = repo.commit("module-level names in the database file")
-    return repo
+    return upstream_replacing(
+        tmp_path_factory.mktemp("upstream"), DB, "def sample_inputs_add(",
+        "def sample_inputs_unary(", NAMES.lstrip("\n") + "\n\n",
+        "module-level names in the database file",
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("manifests") / "manifest.yaml"
-    path.write_text(MANIFEST.lstrip("\n"), encoding="utf-8")
-    return path
+    return manifest_file(tmp_path_factory.mktemp("manifests"))
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.observed_runs import linked_ops, recorded_map, select_head
+from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
 from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
 
 NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
@@ -43,9 +43,7 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "            - TestCommon::test_out\n",
         "            - TestCommon::test_out\n            - TestCommon::test_compiled\n",
     )
-    path = tmp_path_factory.mktemp("manifests") / "manifest.yaml"
-    path.write_text(text.lstrip("\n"), encoding="utf-8")
-    return path
+    return manifest_file(tmp_path_factory.mktemp("manifests"), text)
 
 
 def _templates(state: object, op: str) -> set[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.observed_runs import linked_ops, recorded_map, select_head
+from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
 from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
@@ -134,9 +134,7 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "    supported_ops:\n",
         "    supported_modules:\n      - torch.nn.Linear\n    supported_ops:\n",
     )
-    path = tmp_path_factory.mktemp("manifests") / "manifest.yaml"
-    path.write_text(text.lstrip("\n"), encoding="utf-8")
-    return path
+    return manifest_file(tmp_path_factory.mktemp("manifests"), text)
 
 
 ADD_PAIRS = {

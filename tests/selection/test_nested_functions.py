@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from selection.python.nested import confined_to_nested
-from tests.support.observed_runs import linked_ops, recorded_map, select_head
-from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+from tests.support.observed_runs import (
+    linked_ops,
+    manifest_file,
+    recorded_map,
+    select_head,
+    upstream_replacing,
+)
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 
@@ -39,21 +45,16 @@ MUL = [("opinfo", "mul", d) for d in ("float16", "float32")]
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     """add's and mul's sample inputs are two closures of one factory."""
-    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
-    repo.reset()
-    text = repo.read(DB)
-    start = text.index("def sample_inputs_add(")
-    end = text.index("def sample_inputs_unary(")
-    repo.write(DB, text[:start] + FACTORY.lstrip("\n") + "\n\n" + text[end:])
-    repo.base = repo.commit("sample inputs built by a factory")
-    return repo
+    return upstream_replacing(
+        tmp_path_factory.mktemp("upstream"), DB, "def sample_inputs_add(",
+        "def sample_inputs_unary(", FACTORY.lstrip("\n") + "\n\n",
+        "sample inputs built by a factory",
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("manifests") / "manifest.yaml"
-    path.write_text(MANIFEST.lstrip("\n"), encoding="utf-8")
-    return path
+    return manifest_file(tmp_path_factory.mktemp("manifests"))
 
 
 @pytest.fixture
@@ -110,14 +111,10 @@ LATE = """def sample_inputs_add(op_info, device, dtype):
 @pytest.fixture(scope="module")
 def late_helper(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     """add's sample function has a helper nested in it, used by its later samples."""
-    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
-    repo.reset()
-    text = repo.read(DB)
-    start = text.index("def sample_inputs_add(")
-    end = text.index("def sample_inputs_mul(")
-    repo.write(DB, text[:start] + LATE + text[end:])
-    repo.base = repo.commit("a nested helper in a sample function")
-    return repo
+    return upstream_replacing(
+        tmp_path_factory.mktemp("upstream"), DB, "def sample_inputs_add(",
+        "def sample_inputs_mul(", LATE, "a nested helper in a sample function",
+    )  # fmt: skip
 
 
 def test_pairs_that_ran_the_enclosing_function_are_kept_for_an_edit_of_its_nested_one(

@@ -9,7 +9,7 @@ from pathlib import Path
 from selection.observed import ObservedMap
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.state import PipelineState
-from tests.support.upstream_repo import UpstreamRepo
+from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
 
 
 def recorded_map(
@@ -46,3 +46,23 @@ def linked_ops(state: PipelineState) -> set[tuple[str | None, str | None]]:
         for c in state.candidates.values()
         if any(cause.stage == "map" and cause.kind != "canary" for cause in c.causes)
     }
+
+
+def upstream_replacing(
+    root: Path, path: str, start: str, end: str, text: str, message: str
+) -> UpstreamRepo:
+    """The base upstream repository with the lines of `path` from `start` up to `end`
+    replaced by `text`, committed as the new base."""
+    repo = build_upstream(root / "pytorch")
+    repo.reset()
+    old = repo.read(path)
+    repo.write(path, old[: old.index(start)] + text + old[old.index(end) :])
+    repo.base = repo.commit(message)
+    return repo
+
+
+def manifest_file(root: Path, text: str = MANIFEST) -> Path:
+    """A manifest file (the upstream repository's by default) under `root`."""
+    path = root / "manifest.yaml"
+    path.write_text(text.lstrip("\n"), encoding="utf-8")
+    return path

@@ -153,6 +153,11 @@ def _digests(run: Any) -> dict[Pair, Digest]:
     return {pair: Digest(d.status, d.digest) for pair, d in run.digests.items()}
 
 
+class MutatedTorchFailed(RuntimeError):
+    """The truth runner process failed as a whole (not one pair): with the baseline torch a
+    bench error, with a mutated one the mutation's effect on every pair."""
+
+
 class TruthRunner:
     def __init__(self, scratch: Path, cache: Path) -> None:
         from spyre_ci.deps.truth import scratch_torch
@@ -163,7 +168,10 @@ class TruthRunner:
     def _run(self, pairs: Sequence[Pair]) -> dict[Pair, Digest]:
         from spyre_ci.deps.truth import run_digests
 
-        run = run_digests(list(pairs), pythonpath=[self.root], options=TRUTH_OPTIONS)
+        try:
+            run = run_digests(list(pairs), pythonpath=[self.root], options=TRUTH_OPTIONS)
+        except RuntimeError as exc:  # the runner exited non-zero before answering
+            raise MutatedTorchFailed(str(exc)) from exc
         if not Path(run.torch_file).is_relative_to(self.root):
             raise RuntimeError(f"the truth run imported {run.torch_file}, not the scratch copy")
         return _digests(run)
@@ -184,7 +192,13 @@ class TruthRunner:
         try:
             file.write_text(text, encoding="utf-8")
             self._pyc_gone(path)
-            return self._run(pairs), time.perf_counter() - start
+            try:
+                return self._run(pairs), time.perf_counter() - start
+            except MutatedTorchFailed as exc:
+                # the mutation broke torch itself (its import, the device's registration):
+                # every pair run fails with it, which is a change of each
+                failed = Digest(f"error: the mutated torch failed: {exc}", "")
+                return dict.fromkeys(pairs, failed), time.perf_counter() - start
         finally:
             file.write_text(original, encoding="utf-8")
             self._pyc_gone(path)

@@ -4,6 +4,8 @@ the figures up per kind."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mutations.model import DECORATION, ENTRIES, OPS, TruthSpec
 from mutations.table import figures, markdown, misses
 from mutations.truth import (
@@ -167,3 +169,19 @@ def test_the_table_adds_up_per_kind() -> None:
     assert misses(results, "map") == [
         "decomposition-02 decomposition-02 edit: missed opinfo:c:float16"
     ]
+
+
+def test_a_mutation_that_breaks_torch_itself_changes_every_pair_it_runs(tmp_path: Path) -> None:
+    """A mutated `torch/_decomp/__init__.py` that fails at import fails every pair: that is
+    the mutation's truth, not an error of the benchmark (a full run once stopped on it)."""
+    from mutation_runs import TruthRunner
+
+    runner = TruthRunner(tmp_path / "scratch", tmp_path / "cache")
+    path = "torch/_decomp/__init__.py"
+    original = (runner.root / path).read_text(encoding="utf-8")
+    pairs = [("opinfo", "add", "float32")]
+    after, _ = runner.after(path, original + "\nraise AssertionError('mutated')\n", pairs)
+    assert list(after) == pairs
+    assert after[pairs[0]].status.startswith("error: the mutated torch failed: ")
+    assert "AssertionError: mutated" in after[pairs[0]].status
+    assert (runner.root / path).read_text(encoding="utf-8") == original  # restored

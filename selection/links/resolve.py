@@ -198,8 +198,8 @@ def _seen_running(observed: ObservedMap, target: Target) -> bool:
         )
     if target.kind == "aten":
         return bool(
-            observed.pairs_running_aten(target.name)
-            or observed.pairs_running_aten(target.name, compiled=True)
+            observed.pairs_running_aten(target.aten_base)
+            or observed.pairs_running_aten(target.aten_base, compiled=True)
         )
     return False
 
@@ -214,8 +214,10 @@ def _observed_pairs(observed: ObservedMap, asked: list[Asked]) -> tuple[set[Pair
             eager |= observed.pairs_running_function(path, name, nested=nested)
             compiled |= observed.pairs_running_function(path, name, True, nested)
         else:
-            eager |= observed.pairs_running_aten(target.name)
-            compiled |= observed.pairs_running_aten(target.name, compiled=True)
+            # any overload: a kernel is shared by an op's overloads (`div_out_mode` serves
+            # div.Tensor_mode, its in-place and out= forms through structured_delegate)
+            eager |= observed.pairs_running_aten(target.aten_base)
+            compiled |= observed.pairs_running_aten(target.aten_base, compiled=True)
     return eager, compiled - eager
 
 

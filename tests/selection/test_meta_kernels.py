@@ -83,3 +83,16 @@ def test_with_a_recorded_map_the_eager_pairs_that_dispatched_the_op_are_not_its_
     head = upstream.change(NATIVE, "Meta: add_meta", "Meta: add_meta_v2")
     state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
     assert _templates(state, "add") == {"test_compiled"}
+
+
+def test_a_kernel_change_reaches_the_pairs_that_ran_any_overload_of_its_op(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """A kernel is shared by an op's overloads (structured delegates, out= forms): a pair
+    the recording saw dispatch add.Scalar runs the changed add kernel too (the full mutation
+    run missed `_refs.div.*` for a `div.out_mode` kernel change this way)."""
+    half, full = ("opinfo", "add", "float16"), ("opinfo", "add", "float32")
+    deps = recorded_map(tmp_path, {}, aten={half: ["add.Tensor"], full: ["add.Scalar"]})
+    head = upstream.change(NATIVE, "CPU, CUDA: add_kernel", "CPU, CUDA: add_kernel_v2")
+    state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
+    assert {("add", "float16"), ("add", "float32")} <= linked_ops(state)

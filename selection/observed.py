@@ -120,16 +120,11 @@ class ObservedMap:
             for name in names:
                 table[name] = table.get(name, 0) | bit
 
-    def add_use(self, kind: str, name: str, pair: Pair) -> None:
-        """One name a recorded pair ran (`kind`: one of NAME_LISTS)."""
-        self._nested.clear()
-        table = self._uses[kind]
-        table[name] = table.get(name, 0) | self._bit(pair)
-
     def add_runs(self, kind: str, name: str, pairs: list[Pair]) -> None:
-        """Every pair (already added) that ran one name, in one go: a recording is millions of
-        uses, and OR-ing one bit at a time into a bitset of thousands copies it each time."""
-        bitmap = bytearray((len(self._pairs) + 8) // 8)
+        """Every pair (already added) that ran one name (`kind`: one of NAME_LISTS), in one
+        go: a recording is millions of uses, and OR-ing one bit at a time into a bitset of
+        thousands copies it each time."""
+        bitmap = bytearray((len(self._pairs) + 7) // 8)
         for pair in pairs:
             index = self._index[pair]
             bitmap[index >> 3] |= 1 << (index & 7)

@@ -216,8 +216,11 @@ def _assign_targets(stmt: ast.stmt) -> list[str]:
     return [t.id for t in targets if isinstance(t, ast.Name)]
 
 
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)  # the statements that define a function
+
+
 def _class_symbols(node: ast.ClassDef, source: _Source) -> list[Symbol]:
-    methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    methods = [s for s in node.body if isinstance(s, FUNCTION_DEFS)]
     others = [s for s in node.body if s not in methods]
     header = copy.copy(node)
     header.body = others or [ast.Pass()]
@@ -249,19 +252,16 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
     source = _Source(text)
     symbols: dict[str, Symbol] = {}
     grouped: dict[str, list[ast.stmt]] = {}
-    kinds: dict[str, str] = {}  # a function's kind wins over later assignments of its name
     rest: list[ast.stmt] = []
     for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(stmt, FUNCTION_DEFS):
             grouped.setdefault(stmt.name, []).append(stmt)
-            kinds.setdefault(stmt.name, "function")
         elif isinstance(stmt, ast.ClassDef):
             for sym in _class_symbols(stmt, source):
                 symbols[sym.qualname] = sym
         elif names := _assign_targets(stmt):
             for name in names:
                 grouped.setdefault(name, []).append(stmt)
-                kinds.setdefault(name, "assign")
         else:
             rest.append(stmt)
     # A name defined several times is one symbol over all its statements (`def f` then
@@ -271,7 +271,9 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
             rest.extend(stmts)
             continue
         text_hash = _hash_text(*(source.segment(s) for s in stmts))
-        symbols[name] = Symbol(name, kinds[name], text_hash, list(stmts), stmts[0].lineno)
+        # the first statement's kind: `def f` then `f = wrap(f)` is a function
+        kind = "function" if isinstance(stmts[0], FUNCTION_DEFS) else "assign"
+        symbols[name] = Symbol(name, kind, text_hash, list(stmts), stmts[0].lineno)
     text_hash = _hash_text(*(source.segment(s) for s in rest))
     symbols[MODULE_SYMBOL] = Symbol(MODULE_SYMBOL, "module", text_hash, list(rest), 1)
     return symbols

@@ -130,10 +130,11 @@ def resolve(
             return result
     roots = index.graph.reach(through_graph)
     observed = index.observed
-    asked = [question for link in through_graph for question in _asked(link)]
+    per_link = [_asked(link) for link in through_graph]
+    asked = [question for questions in per_link for question in questions]
     if observed is None or not all(
-        any(_seen_running(observed, t) for t, nested in _asked(link) if nested)
-        for link in through_graph
+        any(_seen_running(observed, t) for t, nested in questions if nested)
+        for questions in per_link
     ):
         for root, link in roots.items():
             for inst in root_instances(root, index, traced or "registration" in link.kinds):
@@ -150,7 +151,7 @@ def _with_observed(
     asked: list[Asked],
     first: Link,
     index: LinkIndex,
-    traced: bool = False,
+    traced: bool,
 ) -> None:
     """`traced`: the change runs only where an instance traces its op."""
     for root, link in roots.items():

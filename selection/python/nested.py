@@ -14,9 +14,7 @@ import ast
 import copy
 
 from selection.observed import NESTED
-from selection.pyast import normalized_fingerprint
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+from selection.pyast import FUNCTION_DEFS, normalized_fingerprint
 
 
 def confined_to_nested(qualname: str, old: list[ast.AST], new: list[ast.AST]) -> tuple[str, ...]:
@@ -25,7 +23,7 @@ def confined_to_nested(qualname: str, old: list[ast.AST], new: list[ast.AST]) ->
     if len(old) != 1 or len(new) != 1:
         return ()
     before, after = old[0], new[0]
-    if not isinstance(before, _FUNCTIONS) or not isinstance(after, _FUNCTIONS):
+    if not isinstance(before, FUNCTION_DEFS) or not isinstance(after, FUNCTION_DEFS):
         return ()
     old_nested, new_nested = _nested_defs(before), _nested_defs(after)
     if [d.name for d in old_nested] != [d.name for d in new_nested]:
@@ -49,7 +47,7 @@ def _nested_defs(function: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionD
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, _FUNCTIONS):
+            if isinstance(child, FUNCTION_DEFS):
                 found.append(child)
             elif not isinstance(child, (ast.expr, ast.ClassDef)):
                 visit(child)

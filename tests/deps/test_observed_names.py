@@ -37,7 +37,7 @@ def test_a_nested_function_reaches_only_the_pairs_that_ran_it() -> None:
 def test_names_added_after_a_lookup_are_seen() -> None:
     observed = _map()
     assert observed.pairs_running_function(PRIMS, "_make_prim") == {ADD, MUL}
-    observed.add_use("functions", f"{PRIMS}::_make_prim.<locals>._backend_select_impl", SUB)
+    observed.add_runs("functions", f"{PRIMS}::_make_prim.<locals>._backend_select_impl", [SUB])
     assert observed.pairs_running_function(PRIMS, "_make_prim") == {ADD, MUL, SUB}
 
 

@@ -43,7 +43,10 @@ SCHEMA = "spyre-ci/deps"
 # 3: nested functions are named apart from the function defining them, and the warm-up's
 # compile-only names are kept apart too (a version-2 baseline credits the compiler's lazy
 # imports, `_make_prim` among them, to every eager instance).
-SCHEMA_VERSION = 3
+# 4: FakeTensorMode's dispatch cache is cleared between pairs (spyre_ci.deps.memos); a
+# version-3 map credits a meta kernel only to the first pair of a worker that traced its op
+# over inputs of that shape and dtype.
+SCHEMA_VERSION = 4
 NESTED = ".<locals>."
 
 Pair = tuple[str, str, str]  # (database, op full name, dtype)

@@ -229,6 +229,8 @@ _SCHEMA_CHANGES = {
     2: "what only compiled paths ran was not kept apart",
     3: "nested functions were credited to the function defining them, and the warm-up's "
     "compile-only names to every eager pair",
+    4: "a meta kernel was credited only to the first pair of a worker that traced its op "
+    "over inputs of one shape (the fake-tensor cache was not cleared between pairs)",
 }
 
 

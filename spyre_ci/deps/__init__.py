@@ -19,3 +19,7 @@ ALL_PATHS: tuple[str, ...] = (
     "compile",
     "compile_backward",
 )
+
+# Paths that compile: what only they run is recorded apart (`compiled_*` lists), since it
+# runs for a test only where the test traces its op (or the device compiles eager ops).
+COMPILED_PATHS = frozenset({"compile", "compile_backward"})

@@ -5,7 +5,14 @@ arguments are seen in a process: without clearing, the first pair that needs it 
 with it (and with everything it calls) and later pairs that rely on the cached value are
 not -- yet a change to the function changes their results too. Clearing every such cache
 of the `torch` package before each pair makes each recording see the memoized code it
-depends on. (Memos kept in plain dicts cannot be found this way: docs/deps.md.)
+depends on.
+
+FakeTensorMode's dispatch cache is one such memo kept in a class attribute: on a hit (the
+same op over inputs of the same shape, dtype and strides, as another pair traced before in
+the process) it returns the cached fake output without running the op's meta kernel, so the
+later pair would not be credited with `meta_bmm` or `elementwise_meta` -- yet a change to
+them changes its compiled result. It is cleared too. (Other memos kept in plain dicts
+cannot be found this way: docs/deps.md.)
 """
 
 from __future__ import annotations
@@ -52,9 +59,21 @@ def torch_caches() -> list[Any]:
     return list(found.values())
 
 
+def clear_fake_tensor_cache() -> bool:
+    """Empty FakeTensorMode's dispatch cache, if fake tensors were imported; whether it was."""
+    module = sys.modules.get("torch._subclasses.fake_tensor")
+    mode = getattr(module, "FakeTensorMode", None) if module is not None else None
+    if mode is None:
+        return False
+    mode.cache_clear()
+    return True
+
+
 def clear_torch_caches() -> int:
-    """Clear them all; the number cleared (modules loaded since the last call included)."""
+    """Clear them all, and the fake-tensor dispatch cache; the number of lru caches cleared
+    (modules loaded since the last call included)."""
     caches = torch_caches()
     for cache in caches:
         cache.cache_clear()
+    clear_fake_tensor_cache()
     return len(caches)

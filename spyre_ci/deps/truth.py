@@ -112,7 +112,11 @@ def _feed(digest: Any, value: Any) -> None:
 
 def _digest_once(entries: Any, pair: Pair, settings: Any) -> PairDigest:
     from spyre_ci.deps.execute import error_head, pair_steps, run_steps
+    from spyre_ci.deps.memos import clear_torch_caches
 
+    # as the recorder does: what a pair computes must not depend on the pairs run before it
+    # in the process (a memo filled by mutated code, a fake-tensor result cached by another)
+    clear_torch_caches()
     whole = hashlib.sha256()
     per_path: dict[str, Any] = {}
     steps = errors = 0

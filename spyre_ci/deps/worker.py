@@ -22,16 +22,12 @@ from typing import IO, Any
 
 import torch
 
-from spyre_ci.deps import ALL_PATHS
+from spyre_ci.deps import ALL_PATHS, COMPILED_PATHS
 from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
 from spyre_ci.deps.memos import clear_torch_caches
 from spyre_ci.deps.paths import RunSettings, Step
 from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
 from spyre_ci.deps.symbols import SymbolResolver
-
-# Paths that compile: what only they run is recorded apart (`compiled_*` lists), since it
-# runs for a test only where the test traces its op (or the device compiles eager ops).
-COMPILED_PATHS = frozenset({"compile", "compile_backward"})
 
 
 def _run(steps: Iterable[Step]) -> tuple[int, int]:

@@ -46,7 +46,7 @@ from mutations.catalog import FULL_PLAN, QUICK_PLAN, generate, mutated_text  # n
 from mutations.edits import unified_patch  # noqa: E402
 from mutations.model import DECORATION, EXECUTION, Mutation, Site  # noqa: E402
 from mutations.sites import kind_of  # noqa: E402
-from mutations.table import markdown, misses  # noqa: E402
+from mutations.table import exclusions, markdown, misses  # noqa: E402
 from mutations.truth import (  # noqa: E402
     Instance,
     OpFacts,
@@ -55,10 +55,12 @@ from mutations.truth import (  # noqa: E402
     declared_truth,
     execution_truth,
     is_single_op,
+    isolated_check,
     judge,
     own_op,
     pair_key,
     plan_run,
+    traced_pairs,
     unstable_pairs,
 )
 from mutations.yaml_sites import DERIVATIVES, NATIVE  # noqa: E402
@@ -188,6 +190,7 @@ class Bench:
         self.reused = calibrate(self.sources, self.work, self.cache)
         self.in_scope = sorted({i.pair for i in self.reused if i.pair is not None})
         self.scope = set(self.in_scope)
+        self.traced = traced_pairs(self.reused)
         # Pairs the recorder could not run cannot be run by the truth either (same runner).
         failed = set(self.observed.failed) if self.observed is not None else set()
         self.runnable = [p for p in self.in_scope if p not in failed]
@@ -256,6 +259,7 @@ class Bench:
             return record, None, None
         future = pool.submit(self.truth.after, mutation.path, text, plan.pairs)
         record["executed_pairs"] = executed
+        record["mutated_text"] = text
         return record, plan, future
 
     def _judge_executions(
@@ -271,16 +275,25 @@ class Bench:
         self.unstable = sorted(unstable)
         for record, _plan, future in pending:
             after, seconds = future.result()
-            changed = execution_truth(first, after, unstable)
+            changes = execution_truth(first, after, unstable, self.traced)
             executed = record.pop("executed_pairs")
+            text = record.pop("mutated_text")
+            suspects = changes.truth - (executed if executed is not None else changes.truth)
+            alone = (
+                pool.submit(self.truth.alone, record["path"], text, sorted(suspects)).result()
+                if suspects
+                else {}
+            )  # through the pool: one process at a time edits the scratch copy
+            order_only = isolated_check(suspects, first, alone)
+            truth = changes.truth - order_only
             record["run"].update(
                 seconds=round(seconds, 1),
                 unstable=[pair_key(p) for p in sorted(unstable & set(after))],
-                changed_without_executing=sorted(
-                    pair_key(p) for p in changed - (executed if executed is not None else changed)
-                ),
+                changed_without_executing=sorted(pair_key(p) for p in suspects - order_only),
+                changed_only_beside_other_pairs=sorted(pair_key(p) for p in order_only),
+                changed_only_compiled_untraced=sorted(pair_key(p) for p in changes.untraced),
             )
-            self._finish(record, {pair_key(p) for p in changed})
+            self._finish(record, {pair_key(p) for p in truth})
 
     def _finish(self, record: dict[str, Any], truth: set[str]) -> None:
         runs: dict[str, ModeRun] = record.pop("runs")
@@ -341,6 +354,8 @@ def _report(args: argparse.Namespace, bench: Bench, wall: float) -> int:
     modes = [m for m in MODES if any(m[0] in r["modes"] for r in bench.results)]
     table = markdown(bench.results, modes)
     command = "python bench/bench_mutations.py" + (" --quick" if args.quick else "")
+    if args.kinds:
+        command += f" --kinds {','.join(args.kinds)}"
     print(f"{command}: {len(bench.results)} mutations, seed {args.seed}, cap {args.cap} pairs, "
           f"wall {wall / 60:.1f} min")  # fmt: skip
     print(table)
@@ -349,6 +364,9 @@ def _report(args: argparse.Namespace, bench: Bench, wall: float) -> int:
         print(f"\nmisses ({label}): {len(found)}")
         for line in found:
             print(f"  {line}")
+    print("\nleft out of the truth:")
+    for line in exclusions(bench.results) or ["nothing"]:
+        print(f"  {line}")
     unstable = getattr(bench, "unstable", [])
     print(
         f"\nunstable pairs (left out of the truth): {len(unstable)}"

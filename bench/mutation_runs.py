@@ -58,12 +58,16 @@ def _selected(state: Any) -> Selected:
 
 
 def _instances(state: Any) -> list[Instance]:
+    from selection.links.index import tracing_rule
+
+    traces = tracing_rule(state.universe, state.request.facts)
     return [
         Instance(
             i.node_id,
             (i.database, i.op, i.dtype) if i.op is not None and i.dtype is not None else None,
             i.test_class,
             i.template,
+            traces(i),
         )
         for i in state.reused
     ]
@@ -150,7 +154,7 @@ def _merged(runs: Iterable[dict[Pair, Digest]]) -> dict[Pair, Digest]:
 
 
 def _digests(run: Any) -> dict[Pair, Digest]:
-    return {pair: Digest(d.status, d.digest) for pair, d in run.digests.items()}
+    return {pair: Digest(d.status, d.digest, dict(d.paths)) for pair, d in run.digests.items()}
 
 
 class MutatedTorchFailed(RuntimeError):
@@ -203,6 +207,13 @@ class TruthRunner:
             file.write_text(original, encoding="utf-8")
             self._pyc_gone(path)
 
+    def alone(self, path: str, text: str, pairs: Sequence[Pair]) -> dict[Pair, Digest]:
+        """Each pair's digest after the mutation, in a process of its own."""
+        found: dict[Pair, Digest] = {}
+        for pair in pairs:
+            found.update(self.after(path, text, [pair])[0])
+        return found
+
     def baseline(
         self, pairs: Sequence[Pair], progress: Callable[[str], None]
     ) -> tuple[dict[Pair, Digest], dict[Pair, Digest]]:
@@ -231,11 +242,16 @@ class TruthRunner:
             rows = json.loads(self.cache_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        return {(r[0], r[1], r[2]): (Digest(r[3], r[4]), Digest(r[5], r[6])) for r in rows}
+        return {
+            (r[0], r[1], r[2]): (Digest(r[3], r[4], r[5]), Digest(r[6], r[7], r[8]))
+            for r in rows
+            if len(r) == 9  # older rows kept no per-path digests: run those pairs again
+        }
 
     def _store(self, cached: dict[Pair, tuple[Digest, Digest]]) -> None:
         rows = [
-            [*p, a.status, a.digest, b.status, b.digest] for p, (a, b) in sorted(cached.items())
+            [*p, a.status, a.digest, dict(a.paths), b.status, b.digest, dict(b.paths)]
+            for p, (a, b) in sorted(cached.items())
         ]
         self.cache_file.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.cache_file.with_suffix(".tmp")

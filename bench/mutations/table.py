@@ -132,3 +132,25 @@ def misses(results: Sequence[Result], mode: str, limit: int = 6) -> list[str]:
                 f"{r['id']} {r['summary']}: missed {shown}" + (f" (+{more})" if more > 0 else "")
             )
     return found
+
+
+# What a run's record says it left out of the truth, and why (bench/mutations/truth.py).
+EXCLUSIONS = (
+    (
+        "changed_only_compiled_untraced",
+        "changed only in compiled paths, no in-scope instance traces",
+    ),
+    ("changed_only_beside_other_pairs", "changed only beside other pairs, not when run alone"),
+)
+
+
+def exclusions(results: Sequence[Result]) -> list[str]:
+    """One line per reason: how many pairs over how many mutations, and a few of them."""
+    lines = []
+    for key, why in EXCLUSIONS:
+        hits = [(r["id"], k) for r in results for k in r.get("run", {}).get(key, ())]
+        if hits:
+            shown = ", ".join(f"{i} {k.split(':', 1)[1]}" for i, k in hits[:4])
+            mutations = len({i for i, _ in hits})
+            lines.append(f"{why}: {len(hits)} pairs in {mutations} mutations ({shown}, ...)")
+    return lines

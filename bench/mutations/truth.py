@@ -10,7 +10,13 @@ every pair) or the mutation is outside any function; then every in-scope pair is
 the recording rather than trust it, the pairs either selection mode chose are added, and a
 few random control pairs. Past `cap` pairs, disagreements (executed but not selected by a
 mode, or selected but not executed) go first. Pairs whose digest differs between two
-unmutated runs are unstable and never truth.
+unmutated runs are unstable and never truth. A pair changed only in its compiled paths
+(torch.compile, forward and backward) is truth only when an in-scope instance of it traces
+its op (`selection.links.index.tracing_rule`): the recording runs every pair compiled, yet a
+test that never compiles cannot see a decomposition or a meta kernel. A pair changed
+without executing the mutated function (per the map) is run again alone after the mutation
+(`isolated_check`): one whose result then matches the baseline changed only because pairs
+run before it in the same process did (state they left behind), and is not truth.
 
 Declared truth (execution cannot tell): an entry's own in-scope pairs (an OpInfo field,
 an error-input or reference function, by the entries naming it), the reused instances a
@@ -25,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mutations.model import DECORATION, ENTRIES, EXECUTION, NONE, OPS, Mutation, TruthSpec
+from spyre_ci.deps import COMPILED_PATHS
 
 Pair = tuple[str, str, str]  # (database, op full name, dtype), as selection.observed
 
@@ -37,6 +44,7 @@ class Instance:
     pair: Pair | None
     test_class: str
     template: str
+    traces: bool = True  # the instance traces its op (compiles, fake-tensors, exports it)
 
 
 @dataclass(frozen=True)
@@ -96,26 +104,69 @@ def plan_run(
 class Digest:
     status: str
     digest: str
+    paths: Mapping[str, str] = field(default_factory=dict)  # path -> its steps' digest
 
 
 def unstable_pairs(first: Mapping[Pair, Digest], second: Mapping[Pair, Digest]) -> set[Pair]:
     """Pairs whose two unmutated runs disagree (or that one run marked unstable)."""
     found = {p for p, d in first.items() if d.status == "unstable"}
     found |= {p for p, d in second.items() if d.status == "unstable"}
-    found |= {
-        p for p in first.keys() & second.keys()
-        if (first[p].digest, first[p].status) != (second[p].digest, second[p].status)
-    }  # fmt: skip
+    found |= {p for p in first.keys() & second.keys() if _differs(first[p], second[p])}
     return found
 
 
+def _differs(a: Digest, b: Digest) -> bool:
+    return (a.digest, a.status) != (b.digest, b.status)
+
+
+def compiled_only(before: Digest, after: Digest) -> bool:
+    """Did only the compiled paths change (same status, every other path the same)? False
+    when the paths are not known (a digest without them counts as a whole)."""
+    if before.status != after.status or not before.paths or not after.paths:
+        return False
+    changed = {
+        path
+        for path in before.paths.keys() | after.paths.keys()
+        if before.paths.get(path) != after.paths.get(path)
+    }
+    return bool(changed) and changed <= set(COMPILED_PATHS)
+
+
+@dataclass(frozen=True)
+class Changes:
+    truth: set[Pair]
+    untraced: set[Pair]  # changed only where compiled, and no in-scope instance traces
+
+
 def execution_truth(
-    before: Mapping[Pair, Digest], after: Mapping[Pair, Digest], unstable: set[Pair]
-) -> set[Pair]:
-    return {
-        p for p in before.keys() & after.keys()
-        if p not in unstable and (before[p].digest, before[p].status) != (after[p].digest, after[p].status)
+    before: Mapping[Pair, Digest],
+    after: Mapping[Pair, Digest],
+    unstable: set[Pair],
+    traced: set[Pair] | None = None,
+) -> Changes:
+    """`traced`: the pairs with an in-scope instance that traces its op (None: all)."""
+    changed = {
+        p
+        for p in before.keys() & after.keys()
+        if p not in unstable and _differs(before[p], after[p])
+    }
+    untraced = {
+        p for p in changed
+        if traced is not None and p not in traced and compiled_only(before[p], after[p])
     }  # fmt: skip
+    return Changes(changed - untraced, untraced)
+
+
+def traced_pairs(reused: Iterable[Instance]) -> set[Pair]:
+    return {i.pair for i in reused if i.pair is not None and i.traces}
+
+
+def isolated_check(
+    suspects: Iterable[Pair], before: Mapping[Pair, Digest], alone: Mapping[Pair, Digest]
+) -> set[Pair]:
+    """Of the pairs that changed without executing the mutated function, those whose run
+    alone (`alone`, a fresh process per pair) matches the baseline: order effects."""
+    return {p for p in suspects if p in alone and p in before and not _differs(before[p], alone[p])}
 
 
 def own_op(name: str) -> str:

@@ -73,21 +73,10 @@ class LinkIndex:
 
     def traced(self, inst: TestInstance) -> bool:
         """Does this instance trace its op (so that Python decompositions and meta kernels
-        run)? Every instance on a device whose eager ops are compiled; else those of
-        templates that compile, fake-tensor, make_fx or export it, or whose body is not
-        known (selection.gradients.traces)."""
-        if self.facts.eager_ops_compiled:
-            return True
-
-        def build() -> frozenset[tuple[str, str, str]]:
-            return frozenset(
-                (t.file, t.test_class, t.method)
-                for t in self.universe.templates
-                if t.traces is False
-            )
-
-        eager_only = self.memo("index.eager_only_templates", build)
-        return (inst.file, inst.test_class, inst.template) not in eager_only
+        run)? See `tracing_rule`."""
+        return self.memo("index.tracing_rule", lambda: tracing_rule(self.universe, self.facts))(
+            inst
+        )
 
     def by_pair(self) -> dict[Pair, list[TestInstance]]:
         """Instances by (database, op full name, dtype): how the observed map names them."""
@@ -100,3 +89,16 @@ class LinkIndex:
             return index
 
         return self.memo("by_pair", build)
+
+
+def tracing_rule(universe: Universe, facts: DeviceFacts) -> Callable[[TestInstance], bool]:
+    """Whether an instance traces its op: every instance on a device whose eager ops are
+    compiled; else those of templates that compile, fake-tensor, make_fx or export it, or
+    whose body is not known (selection.gradients.traces). The mutation benchmark's truth
+    asks the same question of the instances it judges."""
+    if facts.eager_ops_compiled:
+        return lambda inst: True
+    eager_only = frozenset(
+        (t.file, t.test_class, t.method) for t in universe.templates if t.traces is False
+    )
+    return lambda inst: (inst.file, inst.test_class, inst.template) not in eager_only

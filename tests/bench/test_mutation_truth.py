@@ -16,6 +16,7 @@ from mutations.truth import (
     declared_truth,
     execution_truth,
     is_single_op,
+    isolated_check,
     judge,
     pair_key,
     plan_run,
@@ -52,8 +53,39 @@ def test_unstable_pairs_are_never_truth() -> None:
     unstable = unstable_pairs(first, second)
     assert unstable == {b, c}
     after = {a: Digest("ok", "changed"), b: Digest("ok", "x"), c: Digest("ok", "y")}
-    assert execution_truth(first, after, unstable) == {a}
-    assert execution_truth(first, {a: Digest("TypeError: boom", "e")}, set()) == {a}
+    assert execution_truth(first, after, unstable).truth == {a}
+    assert execution_truth(first, {a: Digest("TypeError: boom", "e")}, set()).truth == {a}
+
+
+def _digest(**paths: str) -> Digest:
+    return Digest("ok", "".join(f"{k}={v}" for k, v in sorted(paths.items())), paths)
+
+
+def test_a_change_only_where_compiled_is_truth_only_for_pairs_an_in_scope_instance_traces() -> None:
+    traced, eager_only, both = SCOPE[:3]
+    before = {p: _digest(eager="1", compile="2", compile_backward="3") for p in SCOPE[:3]}
+    after = {
+        traced: _digest(eager="1", compile="changed", compile_backward="3"),
+        eager_only: _digest(eager="1", compile="2", compile_backward="changed"),
+        both: _digest(eager="changed", compile="changed", compile_backward="3"),
+    }
+    changes = execution_truth(before, after, set(), traced={traced})
+    assert changes.truth == {traced, both}  # an eager change counts wherever it is
+    assert changes.untraced == {eager_only}
+    # without per-path digests (or a status change) the whole digest decides
+    whole = execution_truth({eager_only: Digest("ok", "1")}, {eager_only: Digest("ok", "2")},
+                            set(), traced=set())  # fmt: skip
+    assert whole.truth == {eager_only}
+    failed = {eager_only: Digest("error: boom", "", {"compile": "x"})}
+    assert execution_truth(before, failed, set(), traced=set()).truth == {eager_only}
+
+
+def test_a_pair_that_changed_only_beside_other_pairs_is_found_by_running_it_alone() -> None:
+    order_effect, real = SCOPE[:2]
+    before = {order_effect: Digest("ok", "1"), real: Digest("ok", "2")}
+    alone = {order_effect: Digest("ok", "1"), real: Digest("ok", "changed")}
+    assert isolated_check({order_effect, real}, before, alone) == {order_effect}
+    assert isolated_check({order_effect}, before, {}) == set()  # not run alone: kept as truth
 
 
 FACTS = OpFacts(

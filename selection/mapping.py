@@ -135,6 +135,7 @@ class Mapper:
         self.total = max(1, len(reused) if reused is not None else len(index.universe.instances))
         # canaries by what they aim at: the roots reached (graph bits) and direct instances
         self._canaries: dict[object, Canary] = {}
+        self._any_unrecorded: bool | None = None  # memo of _unrecorded_reused
 
     def run(self) -> MapResult:
         self._removed()
@@ -174,6 +175,10 @@ class Mapper:
             self.result.no_effect.append(outcome.no_effect)
             return
         self.result.blind_spots.extend(outcome.blind_spots)
+        if outcome.unrecorded_blind and self._unrecorded_reused():
+            blind = f"{outcome.unrecorded_blind} (reused pairs without a recording are not covered)"
+            self.result.blind_spots.append(blind)
+            self._canary(Cause("map", "canary", blind), None)
         if not outcome.links:
             self._canary(Cause("map", "canary", outcome.canary), None)
             return
@@ -205,6 +210,21 @@ class Mapper:
             if how is None:
                 how = causes[id(link)] = map_cause(outcome.kind, link)
             self._hit(inst, detect, how)
+
+    def _unrecorded_reused(self) -> bool:
+        """Does a reused (op, dtype) pair lack a recording in the dependency map?"""
+        observed = self.index.observed
+        if observed is None:
+            return True
+        if self._any_unrecorded is None:
+            reused = self.reused
+            self._any_unrecorded = any(
+                (i.database, i.op, i.dtype) not in observed.recorded
+                for i in self.index.universe.instances
+                if i.op is not None and i.dtype is not None
+                and (reused is None or i.node_id in reused)
+            )  # fmt: skip
+        return self._any_unrecorded
 
     def _canary(self, cause: Cause, resolution: Resolution | None) -> None:
         """Changes aiming at the same tests share one canary: keyed by the roots reached

@@ -95,7 +95,9 @@ class Outcome:
     - `links` and no `canary`: every test the links reach runs (resolved through the graph);
     - `canary`: a stratified canary, aimed at what `links` reach (all reused tests without);
     - `no_effect`: nothing here can be affected, and why;
-    - `blind_spots`: what the analysis could not link (listed by name in the report).
+    - `blind_spots`: what the analysis could not link (listed by name in the report);
+    - `unrecorded_blind`: linked only by the recording, so a blind spot (and canary) for the
+      reused pairs the dependency map has no recording of, when there are any.
     """
 
     links: list[Link] = field(default_factory=list)
@@ -103,6 +105,7 @@ class Outcome:
     canary: str = ""
     blind_spots: list[str] = field(default_factory=list)
     kind: str = ""  # the map cause's kind: template, entry, call, native, derivative, ...
+    unrecorded_blind: str = ""
 
     @property
     def decided(self) -> bool:

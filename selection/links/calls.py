@@ -4,8 +4,10 @@ A function, method, class or assigned name uses what its code calls, decorates w
 passes as an argument, inherits from or refers to (selection.python.summary), resolved
 through imports (selection.python.resolver). A method call on an object whose type is not
 known statically (`x.softmax(dim)`) is a `Tensor` method when `torch/_tensor.py` defines it
-in Python, else, in library code, the ATen op of that name; in test code such calls are
-left out (a template calling `.add()` to build its inputs is not "dispatching to add").
+in Python, else, in library code, the ATen op of that name; in test code it is the methods
+of that name of the module's own classes (`params.gen_input_params()` on an instance of a
+class picked from a dict), and otherwise left out (a template calling `.add()` to build its
+inputs is not "dispatching to add").
 A class that is constructed or called is used with all its methods, inherited ones included
 (any of them may run on the instance); a plain reference, an argument (`isinstance`) or a
 subclass reads only its body.
@@ -13,7 +15,7 @@ subclass reads only its body.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 
 from selection.links.base import Step, Target
 from selection.python.resolver import Resolver
@@ -33,11 +35,16 @@ def _describe(use: Use) -> str:
     return f"{verb} {'.'.join(use.chain)} (line {use.line})"
 
 
+OwnMethods = Callable[[ModuleSummary], Mapping[str, list[str]]]
+
+
 def _method_fallback(
     use: Use,
+    summary: ModuleSummary,
     tensor: ModuleSummary | None,
     aten_ops: Collection[str],
     library: bool,
+    own_methods: OwnMethods,
 ) -> list[Target]:
     if use.how != "call" or len(use.chain) < 2:
         return []
@@ -48,7 +55,19 @@ def _method_fallback(
         return [Target.function(TENSOR_MODULE, f"Tensor.{name}")]
     if library and name in aten_ops:
         return [Target.aten(name)]
+    if not library:
+        return [Target.function(summary.path, q) for q in own_methods(summary).get(name, ())]
     return []
+
+
+def own_methods(summary: ModuleSummary) -> dict[str, list[str]]:
+    """The methods the module's classes define, by method name (top-level classes only)."""
+    found: dict[str, list[str]] = {}
+    for qualname, kind in summary.kinds.items():
+        owner, dot, name = qualname.partition(".")
+        if dot and kind == "method" and "." not in name and summary.kinds.get(owner) == "class":
+            found.setdefault(name, []).append(qualname)
+    return found
 
 
 # Uses that construct or call a class, so that any of its methods (its own and its bases')
@@ -75,15 +94,19 @@ def uses_of(
     resolver: Resolver,
     tensor: ModuleSummary | None,
     methods_of: Callable[[Target], list[Target]],
+    methods_by_name: OwnMethods = own_methods,
 ) -> Iterator[tuple[Target, str, Step]]:
     """(used target, link kind, evidence) for each use of one symbol. `methods_of` gives a
-    class target's method qualnames (empty for anything else)."""
+    class target's method qualnames (empty for anything else); `methods_by_name`, a
+    module's own methods by name (`own_methods`, memoized by the caller)."""
     library = not is_test_code(summary.path)
     for use in summary.uses.get(qualname, ()):
         targets = resolver.resolve(summary, qualname, use.chain)
         unknown = use.chain[0] not in summary.kinds and use.chain[0] not in summary.bindings
         if not targets and unknown:
-            targets = _method_fallback(use, tensor, resolver.aten_ops, library)
+            targets = _method_fallback(
+                use, summary, tensor, resolver.aten_ops, library, methods_by_name
+            )
         step = Step(summary.path, qualname, _describe(use))
         for target in targets:
             if use.how == "compared" and methods_of(target):

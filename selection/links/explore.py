@@ -12,11 +12,11 @@ collapsed as a subsystem (`selection.links.subsystems`) is one node, never parse
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from selection.links.base import Step, Target
 from selection.links.callables import callable_uses
-from selection.links.calls import TENSOR_MODULE, device_uses_of, uses_of
+from selection.links.calls import TENSOR_MODULE, device_uses_of, own_methods, uses_of
 from selection.links.derivatives import Derived, derivative_uses
 from selection.links.dispatch import dispatch_uses
 from selection.links.entry_arguments import argument_uses, entry_target
@@ -78,6 +78,7 @@ class Explorer:
         self._entries = {entry_target(e): e for e in db.entries.values()}
         self._registered: Registered | None = None
         self._derived: Derived | None = None
+        self._own_methods: dict[str, Mapping[str, list[str]]] = {}
 
     # -- sources -----------------------------------------------------------------------------
     def _native_entries(self, paths: tuple[str, ...]) -> dict[str, dict[str, object]]:
@@ -89,6 +90,13 @@ class Explorer:
         except NativeYamlError as exc:
             self.unparseable[found[0]] = str(exc)
             return {}
+
+    def own_methods(self, summary: ModuleSummary) -> Mapping[str, list[str]]:
+        """A module's own methods by name, once per module (calls.own_methods)."""
+        found = self._own_methods.get(summary.path)
+        if found is None:
+            found = self._own_methods[summary.path] = own_methods(summary)
+        return found
 
     def summary(self, path: str) -> ModuleSummary | None:
         if path not in self.summaries:
@@ -204,7 +212,9 @@ class Explorer:
             summary = self.summary(node.path)
             if summary is not None and node.name in summary.kinds:
                 tensor = self.summary(TENSOR_MODULE)
-                yield from uses_of(summary, node.name, self.resolver, tensor, self.methods_of)
+                yield from uses_of(
+                    summary, node.name, self.resolver, tensor, self.methods_of, self.own_methods
+                )
                 for used, step in device_uses_of(summary, node.name, self.resolver):
                     self.graph.add_device_use(used, step)
         elif node.kind == "entry":

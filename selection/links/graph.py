@@ -10,11 +10,13 @@ Two rules keep the closure to real uses:
 - test code reaches an ATen op only as the op under test (`DISPATCHING` edges): a
   reference function calling `torch.abs` runs the eager kernel, never its decomposition;
 - a Python kernel registered for an op (a decomposition, a meta kernel) runs when that op
-  is traced (compiled, or run on FakeTensors), so past a `registration` edge only the
-  entries testing that op are followed -- not every Python caller of the op, which runs
-  its eager kernel, nor the ops whose decompositions or backward formulas call it, which
-  run it only if the backend's decomposition table decomposes it too (left to the
-  recorded dependency map, which sees what really runs).
+  is traced (compiled, or run on FakeTensors), so past a `registration` edge the roots
+  reached count only where their instances trace (the second bitset), and only uses that
+  trace the op with the op under test are followed: the entries dispatching to it, and the
+  library code that calls it -- `F.interpolate` calling `torch._C._nn.upsample_bilinear2d`
+  for the `upsample_bilinear` OpInfo, `Hardswish.forward` for the ModuleInfo, another op's
+  decomposition (traced with it, decomposed by the same table) -- but not test code
+  (a reference function or a sample-input builder calling the op runs it eagerly).
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ def default_follow(edge: Edge) -> bool:
 
 
 def _follows_after_registration(edge: Edge) -> bool:
-    return edge.kind in DISPATCHING
+    """Past a registration edge: a use that traces the op together with the op under test
+    (an entry dispatching to it, library code calling it), not test code running it eagerly."""
+    return default_follow(edge) and (edge.kind in DISPATCHING or not _is_test_target(edge.user))
 
 
 def _is_test_target(target: Target) -> bool:
@@ -160,19 +164,12 @@ def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:
     """Per node, the bitsets of roots among its transitive users under the same rules as
     `reach`: (without a registration edge, through one). Strongly connected components
     (iterative Tarjan over followed user edges), one pass in topological order of the
-    condensation. Past a registration edge only the entries dispatching to the op count,
-    which needs no traversal."""
+    condensation; past a registration edge, the roots that trace the op (`_closure` under
+    `_follows_after_registration`)."""
     nodes = list(set(graph.users) | set(graph.uses))
     graph._roots = [n for n in nodes if n.kind in ROOT_KINDS]
     own = {root: 1 << i for i, root in enumerate(graph._roots)}
-    after_registration: dict[Target, int] = {}
-    for node in nodes:
-        if node.kind == "aten":
-            bits = 0
-            for edge in graph.users.get(node, ()):
-                if _follows_after_registration(edge) and default_follow(edge):
-                    bits |= own.get(edge.user, 0)
-            after_registration[node] = bits
+    traced = _closure(graph, nodes, own, _follows_after_registration)
     users = {
         n: [
             e.user for e in graph.users.get(n, ()) if default_follow(e) and e.kind != "registration"
@@ -189,8 +186,8 @@ def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:
             bits |= own.get(node, 0)
             for edge in graph.users.get(node, ()):
                 if edge.kind == "registration" and default_follow(edge):
-                    # an op's kernel: the entries testing the op; an entry's: the entry
-                    via |= after_registration.get(edge.user, own.get(edge.user, 0))
+                    # an op's kernel: the roots tracing the op (`traced`); an entry's: the entry
+                    via |= traced.get(edge.user, own.get(edge.user, 0))
             for user in users[node]:
                 j = component_of[user]
                 if j != i:
@@ -199,6 +196,26 @@ def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:
         plain.append(bits)
         registered.append(via)
     return {n: (plain[component_of[n]], registered[component_of[n]]) for n in nodes}
+
+
+def _closure(
+    graph: LinkGraph, nodes: list[Target], own: dict[Target, int], follow: Follow
+) -> dict[Target, int]:
+    """Per node, the roots among its transitive users along the edges `follow` accepts."""
+    users = {n: [e.user for e in graph.users.get(n, ()) if follow(e)] for n in nodes}
+    components = _components(nodes, users)  # users first
+    component_of = {n: i for i, comp in enumerate(components) for n in comp}
+    found: list[int] = []
+    for i, comp in enumerate(components):
+        bits = 0
+        for node in comp:
+            bits |= own.get(node, 0)
+            for user in users[node]:
+                j = component_of[user]
+                if j != i:
+                    bits |= found[j]
+        found.append(bits)
+    return {n: found[component_of[n]] for n in nodes}
 
 
 def _components(nodes: list[Target], succ: dict[Target, list[Target]]) -> list[list[Target]]:

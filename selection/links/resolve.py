@@ -133,7 +133,7 @@ def resolve(
     per_link = [_asked(link) for link in through_graph]
     asked = [question for questions in per_link for question in questions]
     if observed is None or not all(
-        any(_seen_running(observed, t) for t, nested in questions if nested)
+        any(seen_running(observed, t) for t, nested in questions if nested)
         for questions in per_link
     ):
         for root, link in roots.items():
@@ -189,7 +189,7 @@ def _asked(link: Link) -> list[Asked]:
     return [(target, True)]
 
 
-def _seen_running(observed: ObservedMap, target: Target) -> bool:
+def seen_running(observed: ObservedMap, target: Target) -> bool:
     """Did any recorded pair run it (in any path)? Only then can the recording say which
     pairs do not."""
     if target.kind == "function":

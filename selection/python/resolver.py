@@ -93,6 +93,10 @@ class Resolver:
         """`rest` read as attributes of the module `module`."""
         if depth > MAX_DEPTH:
             return []
+        if module == "torch" and rest[:1] == ("_C",):
+            # the C extension: no Python source (`from torch import _C as _C` in torch's
+            # __init__ would otherwise send the chain back here)
+            return self._native("torch._C", rest[1:])
         while rest and f"{module}.{rest[0]}" in self.names:  # a submodule
             module, rest = f"{module}.{rest[0]}", rest[1:]
         path = self.names.path_of(module)
@@ -114,8 +118,14 @@ class Resolver:
         return found
 
     def _native(self, module: str, rest: Chain) -> list[Target]:
-        """`torch._C._nn.gelu`, `torch._C._VariableFunctions.add`: C bindings named after ATen ops."""
-        if module.startswith("torch._C") and rest and rest[0] in self.aten_ops:
+        """`torch._C._nn.gelu`, `torch._C._VariableFunctions.add`, `torch._C._linalg.
+        linalg_det`: C bindings named after ATen ops (in torch._C or one of its
+        submodules)."""
+        if not module.startswith("torch._C"):
+            return []
+        if module == "torch._C" and len(rest) > 1 and rest[0] not in self.aten_ops:
+            rest = rest[1:]  # a submodule of the extension: `_nn`, `_VariableFunctions`
+        if rest and rest[0] in self.aten_ops:
             return [Target.aten(rest[0])]
         return []
 

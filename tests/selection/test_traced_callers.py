@@ -1,0 +1,193 @@
+"""Code that implements an op, reached the way it runs (misses of the mutation benchmark):
+
+- a decomposition or meta kernel runs where the op is traced, and the op is traced wherever
+  the op under test's library code calls it: `F.smooth` calling `torch._C._nn.softplus`
+  reaches the traced instances of the `nn.functional.smooth` OpInfo (upstream:
+  `_upsample_linear_vec` for `nn.functional.upsample_bilinear` through `F.interpolate`);
+- a call of a C binding (`torch._C._nn.softplus`, with torch's `from torch import _C as _C`)
+  is a use of its ATen op, so a kernel change reaches the library functions calling it;
+- in test code, a method called on an object of unknown type is a method of that name of
+  the module's own classes (`params.gen_sizes()`; upstream: `_TestParamsMaxPoolBase.
+  gen_input_params` through a dict of classes in `sample_inputs_max_pool`);
+- a function no static link reaches, which the recording saw a pair run, reaches that pair
+  (a blind spot only while reused pairs lack a recording).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selection.state import PipelineState
+from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
+from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+
+DB = f"{INTERNAL}/common_methods_invocations.py"
+NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
+DECOMPOSITIONS = "torch/_decomp/decompositions.py"
+
+FUNCTIONAL = """import torch
+
+
+def relu(input):
+    return input.clamp(min=0)
+
+
+def smooth(input):
+    return torch._C._nn.softplus(input)
+"""
+
+DECOMP_INIT = """
+def register_decomposition(op):
+    def register(fn):
+        return fn
+    return register
+"""
+
+DECOMPOSITIONS_TEXT = """
+import torch
+from torch._decomp import register_decomposition
+
+aten = torch.ops.aten
+
+
+@register_decomposition(aten.softplus)
+def softplus(self):
+    return torch.log1p(torch.exp(self))
+
+
+def _picked_at_run_time(self):
+    return self * 2
+"""
+
+SOFTPLUS = """
+- func: softplus(Tensor self) -> Tensor
+  dispatch:
+    CPU, CUDA: softplus_kernel
+"""
+
+SAMPLE_PARAMS = """
+class _SampleParams:
+    def __init__(self):
+        self.sizes = [2, 3]
+
+    def gen_sizes(self):
+        yield from self.sizes
+
+
+def sample_inputs_mul(op_info, device, dtype):
+    params = {"mul": _SampleParams}[op_info.name]()
+    for size in params.gen_sizes():
+        yield SampleInput(torch.ones(size, device=device, dtype=dtype), args=(3,))
+"""
+
+SMOOTH_ENTRY = """    UnaryUfuncInfo("nn.functional.smooth", sample_inputs_func=sample_inputs_unary),
+]"""
+
+TRACED = """
+    @ops(op_db)
+    def test_compiled(self, device, dtype, op):
+        compiled = torch.compile(op.op)
+        for sample in op.sample_inputs(device, dtype):
+            compiled(sample.input, *sample.args)
+
+    @ops(op_db)
+    def test_skipped_by_manifest("""
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    repo.reset()
+    repo.write("torch/__init__.py", "from torch import _C as _C\n")
+    repo.write("torch/nn/__init__.py", "from torch.nn import functional\n")
+    repo.write("torch/nn/functional.py", FUNCTIONAL)
+    repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
+    repo.write(DECOMPOSITIONS, DECOMPOSITIONS_TEXT)
+    repo.write(NATIVE, repo.read(NATIVE) + SOFTPLUS)
+    old = repo.read(DB)
+    start, end = old.index("def sample_inputs_mul("), old.index("def sample_inputs_unary(")
+    repo.write(DB, old[:start] + SAMPLE_PARAMS.lstrip("\n") + "\n\n" + old[end:])
+    repo.edit(DB, "\n]\n\nunary_ufuncs", "\n" + SMOOTH_ENTRY + "\n\nunary_ufuncs")
+    repo.edit("test/test_ops.py", "\n    @ops(op_db)\n    def test_skipped_by_manifest(", TRACED)
+    repo.base = repo.commit(
+        "a C binding, its decomposition, an entry calling it, a traced template"
+    )
+    return repo
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    text = MANIFEST.replace(
+        "            - TestCommon::test_out\n",
+        "            - TestCommon::test_out\n            - TestCommon::test_compiled\n",
+    ).replace("      - exp\n", "      - exp\n      - nn.functional.smooth\n")
+    return manifest_file(tmp_path_factory.mktemp("manifests"), text)
+
+
+def _templates(state: PipelineState, op: str) -> set[str]:
+    return {
+        c.instance.template
+        for c in state.candidates.values()
+        if c.instance.op == op and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
+    }
+
+
+def test_a_decomposition_reaches_the_traced_instances_of_an_entry_whose_code_calls_its_op(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(DECOMPOSITIONS, "torch.exp(self))", "torch.exp(self) + 1)")
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert _templates(state, "nn.functional.smooth") == {"test_compiled"}
+    assert not state.blind_spots
+
+
+def test_a_kernel_change_reaches_the_library_function_calling_its_c_binding(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(NATIVE, "CPU, CUDA: softplus_kernel", "CPU, CUDA: softplus_kernel_v2")
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert {"test_out", "test_compiled"} <= _templates(state, "nn.functional.smooth")
+
+
+def test_a_method_of_a_sample_input_class_reaches_the_op_whose_samples_call_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(DB, "yield from self.sizes", "yield from reversed(self.sizes)")
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert {("mul", "float16"), ("mul", "float32")} <= linked_ops(state)
+    assert ("add", "float16") not in linked_ops(state)
+
+
+def _runtime_pick_edit(upstream: UpstreamRepo) -> str:
+    return upstream.change(DECOMPOSITIONS, "return self * 2", "return self * 3")
+
+
+def test_a_function_no_static_link_reaches_is_a_blind_spot_without_a_recording(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = select_head(upstream, manifest, _runtime_pick_edit(upstream), tmp_path)
+    assert any("_picked_at_run_time" in b for b in state.blind_spots)
+    assert not linked_ops(state)
+
+
+def test_a_function_only_the_recording_links_reaches_the_pairs_that_ran_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = _runtime_pick_edit(upstream)
+    everything = select_head(upstream, manifest, head, tmp_path / "static")
+    pairs = {(i.database, i.op, i.dtype) for i in everything.reused if i.op is not None and i.dtype}
+    ran = ("opinfo", "abs", "float32")
+    assert ran in pairs
+    functions = {p: [f"{DECOMPOSITIONS}::_picked_at_run_time"] if p == ran else [] for p in pairs}
+    state = select_head(
+        upstream, manifest, head, tmp_path, deps=str(recorded_map(tmp_path, functions))
+    )
+    assert linked_ops(state) == {("abs", "float32")}
+    assert not state.blind_spots  # every reused pair has a recording
+    (tmp_path / "partial").mkdir()
+    partial = recorded_map(tmp_path / "partial", {ran: functions[ran]})
+    state = select_head(upstream, manifest, head, tmp_path / "p", deps=str(partial))
+    assert linked_ops(state) == {("abs", "float32")}
+    assert any("only by the recording" in b for b in state.blind_spots)

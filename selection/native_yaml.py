@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -42,6 +43,24 @@ def parse_entries(text: str, path: str) -> dict[str, dict[str, Any]]:
     return entries
 
 
+# A schema argument's default: `=0`, `=None`, `=[]`, `=[1, 1]`, `="mean"`.
+_DEFAULT = re.compile(r"""=\s*(\[[^\]]*\]|"[^"]*"|'[^']*'|[^,)\s]+)""")
+
+# The field name of a `func:` change that only changed argument defaults.
+FUNC_DEFAULTS = "func.defaults"
+
+
+def _func_field(old: object, new: object) -> str:
+    """`func.defaults` when the two schemas differ only in their arguments' defaults."""
+    if (
+        isinstance(old, str)
+        and isinstance(new, str)
+        and _DEFAULT.sub("", old) == _DEFAULT.sub("", new)
+    ):
+        return FUNC_DEFAULTS
+    return "func"
+
+
 def _per_key(dispatch: object) -> dict[str, object]:
     """`{"CPU, CUDA": fn}` -> `{"CPU": fn, "CUDA": fn}`: compare kernels key by key."""
     if not isinstance(dispatch, dict):
@@ -70,7 +89,7 @@ def _changed_fields(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str]
                     fields.append(f"dispatch.{dispatch}")
                     other_only &= dispatch_key_other_device(dispatch)
         else:
-            fields.append(key)
+            fields.append(_func_field(old.get(key), new.get(key)) if key == "func" else key)
             other_only = False
     return fields, other_only and bool(fields)
 

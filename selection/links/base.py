@@ -86,6 +86,9 @@ class Link:
     observed_as: tuple[str, ...] = ()
     # The change runs only where a test traces its op (a Meta kernel): only those instances.
     traced_only: bool = False
+    # The change matters only at call sites that omit an argument (a schema default): the
+    # recording, which sees what ran and not how it was called, cannot narrow it.
+    by_call_site: bool = False
 
 
 @dataclass

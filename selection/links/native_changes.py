@@ -13,6 +13,7 @@ from selection.devices import dispatch_key_other_device
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.model import NativeChange
+from selection.native_yaml import FUNC_DEFAULTS
 
 
 class NativeLinks:
@@ -31,9 +32,12 @@ class NativeLinks:
         traced = is_trace_only(change)
         if traced:
             how += " (a Meta kernel: it runs where the op is traced)"
+        by_call_site = bool(change.fields) and all(f == FUNC_DEFAULTS for f in change.fields)
+        if by_call_site:
+            how += " (a default: it matters where a caller omits the argument)"
         step = Step(path, change.op, how)
         kind = "derivative" if change.source == "derivatives" else "native"
-        link = Link(Target.aten(change.op), (step,), traced_only=traced)
+        link = Link(Target.aten(change.op), (step,), traced_only=traced, by_call_site=by_call_site)
         return Outcome(links=[link], kind=kind)
 
 

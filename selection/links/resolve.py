@@ -14,6 +14,8 @@ the static answer. The recording decides only for code it saw run at all -- a fu
 recorded pair executed (an `error_inputs_func`, a `ref=`, a branch only later samples take,
 a decorator factory or constant used at import) is not known to be unused, so its static
 links stand -- and only for what entries reach: a template's own code is never recorded.
+Nor does it decide for a change that matters only where a caller omits an argument (a
+schema default): it records what ran, not how it was called.
 """
 
 from __future__ import annotations
@@ -132,9 +134,13 @@ def resolve(
     observed = index.observed
     per_link = [_asked(link) for link in through_graph]
     asked = [question for questions in per_link for question in questions]
-    if observed is None or not all(
-        any(seen_running(observed, t) for t, nested in questions if nested)
-        for questions in per_link
+    if (
+        observed is None
+        or all(link.by_call_site for link in through_graph)
+        or not all(
+            any(seen_running(observed, t) for t, nested in questions if nested)
+            for questions in per_link
+        )
     ):
         for root, link in roots.items():
             for inst in root_instances(root, index, traced or "registration" in link.kinds):

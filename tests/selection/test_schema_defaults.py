@@ -1,0 +1,72 @@
+"""A native_functions.yaml change of an argument's default alone matters where a caller omits
+the argument: the recorded map (what each pair dispatched, not how it was called) does not
+decide it -- the full mutation run saw `slice.Tensor`'s `dim=0 -> 1` reach 47 % of the scope
+through every pair that sliced -- the static links do (the entries testing the op, the
+Python code calling it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
+from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
+from tests.support.upstream_repo import UpstreamRepo, build_upstream
+
+NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
+SCHEMA = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+
+
+def _fields(old: str, new: str) -> tuple[str, ...]:
+    (change,) = diff_entries(
+        "native_functions",
+        parse_entries(f"- func: {old}\n", "a.yaml"),
+        parse_entries(f"- func: {new}\n", "b.yaml"),
+    )
+    return change.fields
+
+
+def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_changed() -> None:
+    assert _fields(SCHEMA, SCHEMA.replace("alpha=1", "alpha=2")) == (FUNC_DEFAULTS,)
+    sliced = (
+        "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt step=1) -> Tensor(a)"
+    )
+    assert _fields(sliced, sliced.replace("start=None", "start=0")) == (FUNC_DEFAULTS,)
+    listed = 'avg(Tensor self, int[2] stride=[], str mode="mean") -> Tensor'
+    assert _fields(listed, listed.replace("=[]", "=[1, 1]")) == (FUNC_DEFAULTS,)
+    assert _fields(SCHEMA, SCHEMA.replace("Scalar alpha", "int alpha")) == ("func",)
+    assert _fields(SCHEMA, SCHEMA.replace(", *, Scalar alpha=1", "")) == ("func",)
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    return build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return manifest_file(tmp_path_factory.mktemp("manifests"))
+
+
+def _deps(tmp_path: Path) -> Path:
+    """mul's samples dispatched add too (as every pair slicing its inputs dispatches slice)."""
+    pairs = [("opinfo", op, d) for op in ("add", "mul") for d in ("float16", "float32")]
+    return recorded_map(tmp_path, {}, aten={pair: ["add.Tensor"] for pair in pairs})
+
+
+def test_a_default_change_reaches_the_entries_testing_the_op_not_every_pair_dispatching_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(NATIVE, "Scalar alpha=1", "Scalar alpha=2")
+    state = select_head(upstream, manifest, head, tmp_path, deps=str(_deps(tmp_path)))
+    ops = {op for op, _ in linked_ops(state)}
+    assert "add" in ops and "mul" not in ops
+
+
+def test_control_a_kernel_change_reaches_every_pair_the_recording_saw_dispatch_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(NATIVE, "CPU, CUDA: add_kernel", "CPU, CUDA: add_kernel_v2")
+    state = select_head(upstream, manifest, head, tmp_path, deps=str(_deps(tmp_path)))
+    assert {op for op, _ in linked_ops(state)} >= {"add", "mul"}

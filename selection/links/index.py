@@ -5,6 +5,7 @@ costs nothing."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -73,10 +74,12 @@ class LinkIndex:
 
     def traced(self, inst: TestInstance) -> bool:
         """Does this instance trace its op (so that Python decompositions and meta kernels
-        run)? See `tracing_rule`."""
-        return self.memo("index.tracing_rule", lambda: tracing_rule(self.universe, self.facts))(
-            inst
-        )
+        run)? See `tracing_rule`; hot loops take `tracing` once."""
+        return self.tracing(inst)
+
+    @functools.cached_property
+    def tracing(self) -> Callable[[TestInstance], bool]:
+        return tracing_rule(self.universe, self.facts)
 
     def by_pair(self) -> dict[Pair, list[TestInstance]]:
         """Instances by (database, op full name, dtype): how the observed map names them."""

@@ -57,7 +57,10 @@ def root_instances(root: Target, index: LinkIndex, traced_only: bool = False) ->
     else:
         database = "moduleinfo" if root.scope == "moduleinfo" else "opinfo"
         found = [i for i in index.by_op().get(root.full_name, []) if i.database == database]
-    return [i for i in found if index.traced(i)] if traced_only else found
+    if not traced_only:
+        return found
+    tracing = index.tracing
+    return [i for i in found if tracing(i)]
 
 
 def _instances_of(bits: Bits, index: LinkIndex) -> list[TestInstance]:

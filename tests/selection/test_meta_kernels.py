@@ -9,19 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
-from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
+from tests.support.observed_runs import (
+    add_compiled_template,
+    linked_ops,
+    listing_compiled_template,
+    manifest_file,
+    recorded_map,
+    select_head,
+)
+from tests.support.upstream_repo import UpstreamRepo, build_upstream
 
 NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
-TRACED = """
-    @ops(op_db)
-    def test_compiled(self, device, dtype, op):
-        compiled = torch.compile(op.op)
-        for sample in op.sample_inputs(device, dtype):
-            compiled(sample.input, *sample.args)
-
-    @ops(op_db)
-    def test_skipped_by_manifest("""
 
 
 @pytest.fixture(scope="module")
@@ -32,17 +30,14 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     repo.edit(
         NATIVE, "    CPU, CUDA: add_kernel\n", "    CPU, CUDA: add_kernel\n    Meta: add_meta\n"
     )
-    repo.edit("test/test_ops.py", "\n    @ops(op_db)\n    def test_skipped_by_manifest(", TRACED)
+    add_compiled_template(repo)
     repo.base = repo.commit("a Meta kernel, a template that compiles")
     return repo
 
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    text = MANIFEST.replace(
-        "            - TestCommon::test_out\n",
-        "            - TestCommon::test_out\n            - TestCommon::test_compiled\n",
-    )
+    text = listing_compiled_template()
     return manifest_file(tmp_path_factory.mktemp("manifests"), text)
 
 

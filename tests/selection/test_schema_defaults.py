@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
-from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
-from tests.support.upstream_repo import UpstreamRepo, build_upstream
+from tests.support.observed_runs import linked_ops, recorded_map, select_head
+from tests.support.upstream_repo import UpstreamRepo
 
 NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
 SCHEMA = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
@@ -37,16 +35,6 @@ def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_
     assert _fields(listed, listed.replace("=[]", "=[1, 1]")) == (FUNC_DEFAULTS,)
     assert _fields(SCHEMA, SCHEMA.replace("Scalar alpha", "int alpha")) == ("func",)
     assert _fields(SCHEMA, SCHEMA.replace(", *, Scalar alpha=1", "")) == ("func",)
-
-
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
-    return build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
-
-
-@pytest.fixture(scope="module")
-def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return manifest_file(tmp_path_factory.mktemp("manifests"))
 
 
 def _deps(tmp_path: Path) -> Path:

@@ -20,8 +20,16 @@ from pathlib import Path
 import pytest
 
 from selection.state import PipelineState
-from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
-from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+from tests.support.observed_runs import (
+    add_compiled_template,
+    linked_ops,
+    listing_compiled_template,
+    manifest_file,
+    recorded_map,
+    select_head,
+)
+from tests.support.upstream_library import DECOMP_INIT
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo, build_upstream
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
@@ -38,12 +46,6 @@ def smooth(input):
     return torch._C._nn.softplus(input)
 """
 
-DECOMP_INIT = """
-def register_decomposition(op):
-    def register(fn):
-        return fn
-    return register
-"""
 
 DECOMPOSITIONS_TEXT = """
 import torch
@@ -85,16 +87,6 @@ def sample_inputs_mul(op_info, device, dtype):
 SMOOTH_ENTRY = """    UnaryUfuncInfo("nn.functional.smooth", sample_inputs_func=sample_inputs_unary),
 ]"""
 
-TRACED = """
-    @ops(op_db)
-    def test_compiled(self, device, dtype, op):
-        compiled = torch.compile(op.op)
-        for sample in op.sample_inputs(device, dtype):
-            compiled(sample.input, *sample.args)
-
-    @ops(op_db)
-    def test_skipped_by_manifest("""
-
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
@@ -110,7 +102,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     start, end = old.index("def sample_inputs_mul("), old.index("def sample_inputs_unary(")
     repo.write(DB, old[:start] + SAMPLE_PARAMS.lstrip("\n") + "\n\n" + old[end:])
     repo.edit(DB, "\n]\n\nunary_ufuncs", "\n" + SMOOTH_ENTRY + "\n\nunary_ufuncs")
-    repo.edit("test/test_ops.py", "\n    @ops(op_db)\n    def test_skipped_by_manifest(", TRACED)
+    add_compiled_template(repo)
     repo.base = repo.commit(
         "a C binding, its decomposition, an entry calling it, a traced template"
     )
@@ -119,10 +111,9 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    text = MANIFEST.replace(
-        "            - TestCommon::test_out\n",
-        "            - TestCommon::test_out\n            - TestCommon::test_compiled\n",
-    ).replace("      - exp\n", "      - exp\n      - nn.functional.smooth\n")
+    text = listing_compiled_template().replace(
+        "      - exp\n", "      - exp\n      - nn.functional.smooth\n"
+    )
     return manifest_file(tmp_path_factory.mktemp("manifests"), text)
 
 

@@ -66,3 +66,33 @@ def manifest_file(root: Path, text: str = MANIFEST) -> Path:
     path = root / "manifest.yaml"
     path.write_text(text.lstrip("\n"), encoding="utf-8")
     return path
+
+
+# A TestCommon template that compiles each op (so that Python decompositions and meta kernels
+# run), put before `test_skipped_by_manifest` in the upstream repository's test/test_ops.py.
+COMPILED_TEMPLATE = """
+    @ops(op_db)
+    def test_compiled(self, device, dtype, op):
+        compiled = torch.compile(op.op)
+        for sample in op.sample_inputs(device, dtype):
+            compiled(sample.input, *sample.args)
+
+    @ops(op_db)
+    def test_skipped_by_manifest("""
+
+
+def add_compiled_template(repo: UpstreamRepo) -> None:
+    """Add `TestCommon.test_compiled` to test/test_ops.py (uncommitted)."""
+    repo.edit(
+        "test/test_ops.py",
+        "\n    @ops(op_db)\n    def test_skipped_by_manifest(",
+        COMPILED_TEMPLATE,
+    )
+
+
+def listing_compiled_template(text: str = MANIFEST) -> str:
+    """A manifest text that also runs `TestCommon::test_compiled`."""
+    return text.replace(
+        "            - TestCommon::test_out\n",
+        "            - TestCommon::test_out\n            - TestCommon::test_compiled\n",
+    )

@@ -176,9 +176,7 @@ class Mapper:
             return
         self.result.blind_spots.extend(outcome.blind_spots)
         if outcome.unrecorded_blind and self._unrecorded_reused():
-            blind = f"{outcome.unrecorded_blind} (reused pairs without a recording are not covered)"
-            self.result.blind_spots.append(blind)
-            self._canary(Cause("map", "canary", blind), None)
+            self._unrecorded_canary(outcome)
         if not outcome.links:
             self._canary(Cause("map", "canary", outcome.canary), None)
             return
@@ -212,19 +210,32 @@ class Mapper:
             self._hit(inst, detect, how)
 
     def _unrecorded_reused(self) -> bool:
-        """Does a reused (op, dtype) pair lack a recording in the dependency map?"""
+        """Does a reused instance lack a recording: its (op, dtype) pair has none, or it has
+        no pair (a template's own code is never recorded)?"""
         observed = self.index.observed
         if observed is None:
             return True
         if self._any_unrecorded is None:
             reused = self.reused
             self._any_unrecorded = any(
-                (i.database, i.op, i.dtype) not in observed.recorded
+                i.op is None or i.dtype is None
+                or (i.database, i.op, i.dtype) not in observed.recorded
                 for i in self.index.universe.instances
-                if i.op is not None and i.dtype is not None
-                and (reused is None or i.node_id in reused)
+                if reused is None or i.node_id in reused
             )  # fmt: skip
         return self._any_unrecorded
+
+    def _unrecorded_canary(self, outcome: Outcome) -> None:
+        """The blind spot of a change only the recording links, and its canary (aimed as a
+        blind spot's is), beside what the recording reaches."""
+        blind = f"{outcome.unrecorded_blind} (what the recording does not cover is not linked)"
+        self.result.blind_spots.append(blind)
+        aim = None
+        if outcome.canary_aim:
+            aim = resolve(outcome.canary_aim, self.index, -1, self.reused)
+            if not aim.count:
+                return  # the module reaches no reused instance at all
+        self._canary(Cause("map", "canary", blind), aim)
 
     def _canary(self, cause: Cause, resolution: Resolution | None) -> None:
         """Changes aiming at the same tests share one canary: keyed by the roots reached

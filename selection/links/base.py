@@ -99,8 +99,9 @@ class Outcome:
     - `canary`: a stratified canary, aimed at what `links` reach (all reused tests without);
     - `no_effect`: nothing here can be affected, and why;
     - `blind_spots`: what the analysis could not link (listed by name in the report);
-    - `unrecorded_blind`: linked only by the recording, so a blind spot (and canary) for the
-      reused pairs the dependency map has no recording of, when there are any.
+    - `unrecorded_blind`: linked only by the recording, so a blind spot and a canary (aimed
+      at what `canary_aim` reaches) for the reused instances the recording does not cover
+      (pairs without a recording, templates without an (op, dtype)), when there are any.
     """
 
     links: list[Link] = field(default_factory=list)
@@ -109,6 +110,7 @@ class Outcome:
     blind_spots: list[str] = field(default_factory=list)
     kind: str = ""  # the map cause's kind: template, entry, call, native, derivative, ...
     unrecorded_blind: str = ""
+    canary_aim: list[Link] = field(default_factory=list)
 
     @property
     def decided(self) -> bool:

@@ -62,10 +62,21 @@ def default_follow(edge: Edge) -> bool:
     return not _is_test_target(edge.user)
 
 
+def every_use(edge: Edge) -> bool:
+    """Test code's calls of an op count too: for a change that matters wherever a caller
+    omits an argument (a schema default), eager calls from sample inputs included."""
+    return True
+
+
 def _follows_after_registration(edge: Edge) -> bool:
     """Past a registration edge: a use that traces the op together with the op under test
-    (an entry dispatching to it, library code calling it), not test code running it eagerly."""
-    return default_follow(edge) and (edge.kind in DISPATCHING or not _is_test_target(edge.user))
+    (an entry dispatching to it or naming the library code it runs -- `op=`, a ModuleInfo's
+    module class -- library code calling it), not test code running it eagerly."""
+    if not default_follow(edge):
+        return False
+    if edge.kind in DISPATCHING or not _is_test_target(edge.user):
+        return True
+    return edge.user.kind == "entry" and edge.kind == "argument" and not _is_test_target(edge.used)
 
 
 def _is_test_target(target: Target) -> bool:
@@ -169,7 +180,7 @@ def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:
     nodes = list(set(graph.users) | set(graph.uses))
     graph._roots = [n for n in nodes if n.kind in ROOT_KINDS]
     own = {root: 1 << i for i, root in enumerate(graph._roots)}
-    traced = _closure(graph, nodes, own, _follows_after_registration)
+    tracing_roots = _closure(graph, nodes, own, _follows_after_registration)
     users = {
         n: [
             e.user for e in graph.users.get(n, ()) if default_follow(e) and e.kind != "registration"
@@ -186,8 +197,8 @@ def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:
             bits |= own.get(node, 0)
             for edge in graph.users.get(node, ()):
                 if edge.kind == "registration" and default_follow(edge):
-                    # an op's kernel: the roots tracing the op (`traced`); an entry's: the entry
-                    via |= traced.get(edge.user, own.get(edge.user, 0))
+                    # an op's kernel: the roots tracing the op; an entry's: the entry (its own)
+                    via |= tracing_roots[edge.user]
             for user in users[node]:
                 j = component_of[user]
                 if j != i:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
+from selection.links.graph import default_follow, every_use
 from selection.links.index import LinkIndex
 from selection.model import TestInstance
 from selection.observed import ObservedMap, Pair
@@ -133,17 +134,16 @@ def resolve(
         if result.count > limit:
             result.broad = True
             return result
-    roots = index.graph.reach(through_graph)
+    by_call_site = all(link.by_call_site for link in through_graph)
+    # (the `limit` count above follows the default rules: a lower bound for such a change)
+    roots = index.graph.reach(through_graph, every_use if by_call_site else default_follow)
     observed = index.observed
     per_link = [_asked(link) for link in through_graph]
     asked = [question for questions in per_link for question in questions]
     if (
         observed is None
-        or all(link.by_call_site for link in through_graph)
-        or not all(
-            any(seen_running(observed, t) for t, nested in questions if nested)
-            for questions in per_link
-        )
+        or by_call_site
+        or not all(_saw(observed, questions) for questions in per_link)
     ):
         for root, link in roots.items():
             for inst in root_instances(root, index, traced or "registration" in link.kinds):
@@ -172,11 +172,12 @@ def _with_observed(
                 result.add(inst, link)
     eager, compiled = _observed_pairs(observed, asked)
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
+    tracing = index.tracing
     for pairs, path, traced_only in ((eager, "ran", traced), (compiled, "ran compiled", True)):
         step = Step("", "", f"executed when it {path} {where}")
         for pair in sorted(pairs):
             for inst in index.by_pair().get(pair, []):
-                if traced_only and not index.traced(inst):
+                if traced_only and not tracing(inst):
                     continue
                 result.add(inst, Link(inst_target(inst), (*first.evidence, step), "observed"))
                 result.observed += 1
@@ -196,6 +197,16 @@ def _asked(link: Link) -> list[Asked]:
         inner = [(Target.function(target.path, name), True) for name in link.observed_as]
         return [*inner, (target, False)]
     return [(target, True)]
+
+
+def recording_saw(observed: ObservedMap, link: Link) -> bool:
+    """Did the recording see the link's changed code run (so that it decides which recorded
+    pairs it reaches)? For an edit confined to nested functions: those functions."""
+    return _saw(observed, _asked(link))
+
+
+def _saw(observed: ObservedMap, questions: list[Asked]) -> bool:
+    return any(seen_running(observed, t) for t, nested in questions if nested)
 
 
 def seen_running(observed: ObservedMap, target: Target) -> bool:

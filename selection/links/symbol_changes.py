@@ -27,7 +27,7 @@ from collections import deque
 
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
-from selection.links.resolve import seen_running
+from selection.links.resolve import recording_saw
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
 from selection.pyast import MODULE_SYMBOL
@@ -194,20 +194,19 @@ class SymbolLinks:
             return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
         if change.qualname == MODULE_SYMBOL:
             return self._module_level(change, label, index, test_code)
-        if target in index.graph or (
-            index.observed is not None and seen_running(index.observed, target)
-        ):
-            how = f"{change.kind}"
-            if change.nested:
-                how += " (only in " + ", ".join(change.nested) + ")"
-            step = Step(change.path, change.qualname, how)
-            link = Link(target, (step,), observed_as=change.nested)
-            if target in index.graph:
-                return Outcome(links=[link], kind=kind)
-            # no static link (a kernel called from C++, a helper reached through a
-            # dynamic lookup): the recording decides for the pairs it has
+        how = f"{change.kind}"
+        if change.nested:
+            how += " (only in " + ", ".join(change.nested) + ")"
+        link = Link(target, (Step(change.path, change.qualname, how),), observed_as=change.nested)
+        if target in index.graph:
+            return Outcome(links=[link], kind=kind)
+        if index.observed is not None and recording_saw(index.observed, link):
+            # no static link (a kernel called from C++, a helper reached through a dynamic
+            # lookup): the recording decides for the pairs it has; what it does not record
+            # (pairs without a recording, templates' own code) gets the canary
             blind = f"{label}: linked to no reused test statically, only by the recording"
-            return Outcome(links=[link], kind=kind, unrecorded_blind=blind)
+            aim = module_reach(index, change.path)
+            return Outcome(links=[link], kind=kind, unrecorded_blind=blind, canary_aim=aim)
         device_users = index.graph.device_users.get(target)
         if device_users:
             first = device_users[0]

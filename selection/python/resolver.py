@@ -121,6 +121,8 @@ class Resolver:
         """`torch._C._nn.gelu`, `torch._C._VariableFunctions.add`, `torch._C._linalg.
         linalg_det`: C bindings named after ATen ops (in torch._C or one of its
         submodules)."""
+        if module == "torch":  # no torch/__init__.py in the tree: `torch.add` is the binding
+            return [Target.aten(rest[0])] if rest and rest[0] in self.aten_ops else []
         if not module.startswith("torch._C"):
             return []
         if module == "torch._C" and len(rest) > 1 and rest[0] not in self.aten_ops:

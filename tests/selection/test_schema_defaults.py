@@ -35,6 +35,8 @@ def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_
     assert _fields(listed, listed.replace("=[]", "=[1, 1]")) == (FUNC_DEFAULTS,)
     assert _fields(SCHEMA, SCHEMA.replace("Scalar alpha", "int alpha")) == ("func",)
     assert _fields(SCHEMA, SCHEMA.replace(", *, Scalar alpha=1", "")) == ("func",)
+    # a default added or removed matters to the same callers: those omitting the argument
+    assert _fields(SCHEMA, SCHEMA.replace("alpha=1", "alpha")) == (FUNC_DEFAULTS,)
 
 
 def _deps(tmp_path: Path) -> Path:
@@ -57,4 +59,29 @@ def test_control_a_kernel_change_reaches_every_pair_the_recording_saw_dispatch_i
 ) -> None:
     head = upstream.change(NATIVE, "CPU, CUDA: add_kernel", "CPU, CUDA: add_kernel_v2")
     state = select_head(upstream, manifest, head, tmp_path, deps=str(_deps(tmp_path)))
+    assert {op for op, _ in linked_ops(state)} >= {"add", "mul"}
+
+
+def test_a_default_change_reaches_test_code_calling_the_op_eagerly(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """A sample-input function calling `torch.add(x, 1)` omits alpha: its op's tests change
+    with the default (though test code calling an op is not a use of its kernel's
+    decomposition)."""
+    upstream.reset()
+    upstream.edit(
+        "torch/testing/_internal/common_methods_invocations.py",
+        "yield SampleInput(torch.ones(4, device=device, dtype=dtype), args=(3,))",
+        "yield SampleInput(torch.add(torch.ones(4, device=device, dtype=dtype), 1), args=(3,))",
+    )
+    base = upstream.commit("mul's samples call torch.add")
+    upstream.edit(NATIVE, "Scalar alpha=1", "Scalar alpha=2")
+    head = upstream.commit("alpha defaults to 2")
+    pairs = [("opinfo", op, d) for op in ("add", "mul") for d in ("float16", "float32")]
+    deps = recorded_map(tmp_path, {}, aten={pair: ["add.Tensor"] for pair in pairs})
+    old_base, upstream.base = upstream.base, base
+    try:
+        state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
+    finally:
+        upstream.base = old_base
     assert {op for op, _ in linked_ops(state)} >= {"add", "mul"}

@@ -61,6 +61,13 @@ def softplus(self):
 
 def _picked_at_run_time(self):
     return self * 2
+
+
+def _picked_with_a_closure(self, flag=False):
+    def inner():
+        return self * 2
+
+    return inner() if flag else self
 """
 
 SOFTPLUS = """
@@ -166,19 +173,48 @@ def test_a_function_no_static_link_reaches_is_a_blind_spot_without_a_recording(
 def test_a_function_only_the_recording_links_reaches_the_pairs_that_ran_it(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
+    """What the recording does not cover -- pairs without a recording, a template without an
+    (op, dtype) such as test_plain -- keeps the blind spot and its canary."""
     head = _runtime_pick_edit(upstream)
     everything = select_head(upstream, manifest, head, tmp_path / "static")
     pairs = {(i.database, i.op, i.dtype) for i in everything.reused if i.op is not None and i.dtype}
     ran = ("opinfo", "abs", "float32")
     assert ran in pairs
     functions = {p: [f"{DECOMPOSITIONS}::_picked_at_run_time"] if p == ran else [] for p in pairs}
-    state = select_head(
-        upstream, manifest, head, tmp_path, deps=str(recorded_map(tmp_path, functions))
+    deps = str(recorded_map(tmp_path, functions))
+    only_ops = manifest_file(
+        tmp_path, manifest.read_text().replace("            - TestCommon::test_plain\n", "")
     )
+    state = select_head(upstream, only_ops, head, tmp_path / "ops", deps=deps)
     assert linked_ops(state) == {("abs", "float32")}
-    assert not state.blind_spots  # every reused pair has a recording
+    assert not state.blind_spots  # every reused instance is a recorded pair
+    state = select_head(upstream, manifest, head, tmp_path / "plain", deps=deps)
+    assert ("abs", "float32") in linked_ops(state)
+    assert any("only by the recording" in b for b in state.blind_spots)
     (tmp_path / "partial").mkdir()
     partial = recorded_map(tmp_path / "partial", {ran: functions[ran]})
-    state = select_head(upstream, manifest, head, tmp_path / "p", deps=str(partial))
+    state = select_head(upstream, only_ops, head, tmp_path / "p", deps=str(partial))
     assert linked_ops(state) == {("abs", "float32")}
     assert any("only by the recording" in b for b in state.blind_spots)
+
+
+def test_an_edit_in_a_closure_the_recording_never_saw_run_stays_a_blind_spot(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """The recording saw `_picked_with_a_closure` run but never its `inner`: it cannot rule
+    the edit out, so the change is a blind spot with its canary, not "no effect"."""
+    head = upstream.change(
+        DECOMPOSITIONS,
+        "def inner():\n        return self * 2",
+        "def inner():\n        return self * 3",
+    )
+    everything = select_head(upstream, manifest, head, tmp_path / "static")
+    pairs = {(i.database, i.op, i.dtype) for i in everything.reused if i.op is not None and i.dtype}
+    ran = ("opinfo", "abs", "float32")
+    functions = {
+        p: [f"{DECOMPOSITIONS}::_picked_with_a_closure"] if p == ran else [] for p in pairs
+    }
+    deps = recorded_map(tmp_path, functions)
+    state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
+    assert any("_picked_with_a_closure" in b for b in state.blind_spots)
+    assert state.candidates  # the canary

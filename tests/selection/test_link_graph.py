@@ -15,7 +15,8 @@ STEP = Step("p", "s", "h")
 
 def _reached(graph: LinkGraph, start: Target) -> tuple[set[Target], set[Target]]:
     """(roots reached without a registration edge, roots reached only through one)."""
-    plain, registered = set(), set()
+    plain: set[Target] = set()
+    registered: set[Target] = set()
     for root, link in graph.reach([Link(start, ())]).items():
         (registered if "registration" in link.kinds else plain).add(root)
     return plain, registered

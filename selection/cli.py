@@ -383,7 +383,8 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
     no_effect = len(state.mapped.no_effect) if state.mapped is not None else 0
     if not selected and no_effect:
         console.print(
-            f"{no_effect} changes, none of which affects a reused test here: "
+            f"{no_effect} {'change' if no_effect == 1 else 'changes'}, none of which affects "
+            "a reused test here: "
             "each reason is in report.md ('Changes that affect nothing here')"
         )
     console.print(

@@ -176,6 +176,9 @@ def prepare(
             raise BadInput(f"--capabilities {options.capabilities}: {facts.problem}")
         extra.append(facts.problem)
     given = _read_deps_file(options)  # a bad --deps file is bad input before any download
+    if options.diff is not None:
+        repo_source.read_diff(options.diff)  # and so is a bad --diff file
+    excluded: list[str] = []  # --diff paths the base tree lacks
     if mode == "release":
         repo, (base, head) = _releases(
             options, [options.from_ or "", options.to or ""], progress, note, extra
@@ -198,10 +201,6 @@ def prepare(
                 "--diff needs a base: --pytorch-repo PATH [--from REF] or --from VERSION"
             )
         head, excluded = repo_source.apply_diff(repo, base, options.diff)  # type: ignore[arg-type]
-        extra += [
-            f"{p}: not in the base tree ({base.label}); its hunks were not analysed"
-            for p in excluded
-        ]
     base_trees, head_trees = _trees(repo, base, head, options.pytorch_src)
     paths = changed_paths(repo, base.sha, head.sha)
     observed, deps_note = _observed(options, base, base_trees, given)
@@ -219,6 +218,7 @@ def prepare(
         facts,
         observed=observed,
         cache=AnalysisCache(options.cache / "analysis.sqlite"),
+        unanalysed=excluded,
     )
     return request, extra
 

@@ -47,6 +47,9 @@ class SelectionRequest:
     mode: str = "release"  # release | range | pr | diff
     facts: DeviceFacts = field(default_factory=DeviceFacts)
     observed: ObservedMap | None = None  # the recorded dependency map, when there is one
+    # paths a --diff changes that the base tree lacks (a release wheel has no test/ and no
+    # C++): their hunks cannot be analysed, so their dependents are widened (detect stage)
+    unanalysed: list[str] = field(default_factory=list)
     cache: AnalysisCache | None = None
 
 

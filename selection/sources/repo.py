@@ -97,14 +97,34 @@ def _fetch_pr(repo: git.Repo, number: int) -> str:
     return repo.commit(f"refs/pull/{number}/head").hexsha
 
 
-def apply_diff(repo: git.Repo, base: Revision, diff_file: Path) -> tuple[Revision, list[str]]:
-    """Commit object of `base` + the diff; returns it and the paths left out (not in base)."""
+def _not_applying(diff_file: Path, base: Revision, stderr: str) -> str:
+    """One line: git's reasons joined, and how paths are read when one is not found."""
+    text = stderr.strip().removeprefix("stderr:").strip().strip("'")  # GitPython's framing
+    reasons = "; ".join(
+        line.strip().removeprefix("error: ") for line in text.splitlines() if line.strip()
+    )
+    message = f"--diff {diff_file} does not apply to {base.label}: {reasons[:300]}"
+    if "does not exist in index" in stderr:
+        message += " (paths are read as `git diff` writes them: a/torch/... and b/torch/...)"
+    return message
+
+
+def read_diff(diff_file: Path) -> str:
+    """The text of a --diff file, checked to be a unified diff (before any download)."""
     try:
         patch = diff_file.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"--diff {diff_file}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"--diff {diff_file}: not UTF-8 text ({exc.reason})") from exc
     if "--- " not in patch and "diff --git" not in patch:
         raise BadInput(f"--diff {diff_file}: not a unified diff")
+    return patch
+
+
+def apply_diff(repo: git.Repo, base: Revision, diff_file: Path) -> tuple[Revision, list[str]]:
+    """Commit object of `base` + the diff; returns it and the paths left out (not in base)."""
+    patch = read_diff(diff_file)
     base_tree = repo.commit(base.sha).tree
     excluded = [
         p for p in _patched_paths(patch) if not _in_tree(base_tree, p) and not _is_new(patch, p)
@@ -121,9 +141,7 @@ def apply_diff(repo: git.Repo, base: Revision, diff_file: Path) -> tuple[Revisio
             tree, "-p", base.sha, "-m", f"spyre-ci: {diff_file.name} on {base.label}", env=env
         )
     except git.GitCommandError as exc:
-        raise BadInput(
-            f"--diff {diff_file} does not apply to {base.label}: {exc.stderr.strip()[:300]}"
-        ) from exc
+        raise BadInput(_not_applying(diff_file, base, str(exc.stderr))) from exc
     finally:
         Path(index).unlink(missing_ok=True)
     return Revision(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from selection.detect import Detector
-from selection.model import StageReport
+from selection.model import ChangeKind, FileChange, StageReport
 from selection.state import PipelineState
 from selection.upstream import DTYPE_HELPERS
 
@@ -18,13 +18,18 @@ class DetectStage:
         changes = detector.detect(
             request.base, request.head, request.changed_paths, state.file_progress
         )
+        for path in request.unanalysed:
+            why = f"the diff changes it, but the base tree ({request.base.label}) has no such file"
+            file = FileChange(path, ChangeKind.modified, parse_error=why)
+            changes.files.append(file)
+            changes.unparseable.append(file)
         state.changes = changes
         # The base's parsed modules are not read again (the base's dtype helpers excepted):
         # let the largest (the database files, ~100 MB of AST each) go.
         request.base_trees.release(keep=(DTYPE_HELPERS,))
         for file in changes.unparseable:
             state.blind_spots.append(
-                f"{file.path} could not be parsed: {file.parse_error} (dependents widened)"
+                f"{file.path} could not be analysed: {file.parse_error} (dependents widened)"
             )
         counts = {
             "files": len(changes.files),

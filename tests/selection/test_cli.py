@@ -381,3 +381,62 @@ def test_other_files_in_the_out_directory_are_left_alone(
     assert code == EXIT_SELECTED
     assert (out / "plan.json").read_text() == "mine"
     assert (out / "selection.json").is_file()
+
+
+def test_a_bad_diff_file_is_refused_before_any_download(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    missing = tmp_path / "missing.patch"
+    code, _, stderr = run_select(["--from", "2.13", "--diff", str(missing)], cache)
+    assert code == EXIT_BAD_INPUT
+    assert f"--diff {missing}: cannot read" in " ".join(stderr.split())
+    assert not (cache / "wheels").exists() and not (cache / "mirror").exists()
+
+
+def test_a_diff_that_does_not_apply_says_why_on_one_line_with_the_path_format(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """git's reasons (several lines) are joined; a path git cannot find gets the hint that
+    paths are read as `git diff` writes them."""
+    stale = tmp_path / "stale.patch"
+    stale.write_text(
+        f"--- a/{DB}\n+++ b/{DB}\n@@ -1,2 +1,2 @@\n-no such line\n+other line\n context\n"
+    )
+    bare = tmp_path / "bare.patch"
+    bare.write_text(
+        "--- torch/nn/functional.py\n+++ torch/nn/functional.py\n"
+        "@@ -1,2 +1,2 @@\n def relu(input):\n-    return input.clamp(min=0)\n+    return input\n"
+    )
+    for patch, hint in ((stale, False), (bare, True)):
+        code, _, stderr = run_select(
+            mode_args(
+                upstream, ["--from", upstream.base, "--diff", str(patch)], manifest, tmp_path
+            ),
+            tmp_path / "cache",
+        )
+        assert code == EXIT_BAD_INPUT
+        (line,) = [x for x in stderr.splitlines() if x.startswith("error:")]
+        assert "does not apply to" in line and "\n" not in line
+        assert ("a/torch/... and b/torch/..." in line) is hint
+
+
+def test_a_diff_of_a_file_the_base_tree_lacks_is_a_blind_spot_not_dropped(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """A release wheel has no test/ tree: a hunk there cannot be analysed, so its file's
+    tests run and the report says why (before, only a note in selection.json said so)."""
+    patch = tmp_path / "absent.patch"
+    patch.write_text(
+        "--- a/test/test_absent.py\n+++ b/test/test_absent.py\n"
+        "@@ -1,2 +1,2 @@\n import torch\n-x = 1\n+x = 2\n"
+    )
+    out = tmp_path / "out"
+    run_select(
+        mode_args(upstream, ["--from", upstream.base, "--diff", str(patch)], manifest, out),
+        tmp_path / "cache",
+    )
+    doc = json.loads((out / "selection.json").read_text())
+    assert any(
+        "test/test_absent.py could not be analysed" in spot and "has no such file" in spot
+        for spot in doc["blind_spots"]
+    )
+    assert "test/test_absent.py" in (out / "report.md").read_text()

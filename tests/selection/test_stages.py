@@ -263,7 +263,7 @@ def test_unparseable_file_widens_its_dependents_and_is_reported(
     head = upstream.change(DB, "unary_ufuncs = [", "unary_ufuncs = [[")
     state = select(head)
     assert counts(state, "detect")["unparseable_files"] == 1
-    assert any(DB in spot and "could not be parsed" in spot for spot in state.blind_spots)
+    assert any(DB in spot and "could not be analysed" in spot for spot in state.blind_spots)
     assert len(state.candidates) == state.reused_total > 0
 
 

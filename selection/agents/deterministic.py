@@ -79,7 +79,12 @@ class DeterministicAgent:
             )
         if kind == "derivative":
             return Verdict(
-                "run", "the op's derivative formula changed upstream", 0.8, priority, self.name
+                "run",
+                "reached through a derivative formula (the op's own changed upstream, or one "
+                "that calls the changed op): it runs where these templates compute gradients",
+                0.8,
+                priority,
+                self.name,
             )
         if kind in ("entry", "native", "library"):
             return Verdict(

@@ -170,7 +170,7 @@ def _with_observed(
             # what a template reaches, and pairs without a recording, keep the static link.
             if root.kind == "template" or pair is None or not observed.is_recorded(pair):
                 result.add(inst, link)
-    eager, compiled = _observed_pairs(observed, asked)
+    eager, compiled = (_with_refs(pairs, index) for pairs in _observed_pairs(observed, asked))
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
     tracing = index.tracing
     for pairs, path, traced_only in ((eager, "ran", traced), (compiled, "ran compiled", True)):
@@ -181,6 +181,23 @@ def _with_observed(
                     continue
                 result.add(inst, Link(inst_target(inst), (*first.evidence, step), "observed"))
                 result.observed += 1
+
+
+def _with_refs(pairs: set[Pair], index: LinkIndex) -> set[Pair]:
+    """The pairs, and those of the PythonRefInfos built on their OpInfos: a ref's templates
+    run the torch op it is built from beside the reference (`test_python_ref` compares the
+    two), while the recording runs the reference alone."""
+    refs = index.memo("resolve.refs_by_parent", lambda: _refs_by_parent(index))
+    return pairs | {(db, ref, dtype) for db, op, dtype in pairs for ref in refs.get(op, ())}
+
+
+def _refs_by_parent(index: LinkIndex) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for entry in index.db.entries.values():
+        parent = index.db.parent(entry)
+        if parent is not None:
+            found.setdefault(parent.full_name, []).append(entry.full_name)
+    return found
 
 
 # What the recording is asked about: a target, and whether what is nested in it counts.

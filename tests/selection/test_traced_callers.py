@@ -29,7 +29,7 @@ from tests.support.observed_runs import (
     select_head,
 )
 from tests.support.upstream_library import DECOMP_INIT
-from tests.support.upstream_repo import INTERNAL, UpstreamRepo, build_upstream
+from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
@@ -218,3 +218,64 @@ def test_an_edit_in_a_closure_the_recording_never_saw_run_stays_a_blind_spot(
     state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
     assert any("_picked_with_a_closure" in b for b in state.blind_spots)
     assert state.candidates  # the canary
+
+
+PYTHON_REF_INFO = """
+
+class PythonRefInfo(OpInfo):
+    def __init__(self, name, *, torch_opinfo_name, **kwargs):
+        super().__init__(name, **kwargs)
+        self.torch_opinfo_name = torch_opinfo_name
+"""
+
+PYTHON_REF_TEMPLATE = """
+    @ops(python_ref_db)
+    def test_python_ref(self, device, dtype, op):
+        pass
+
+    @ops(op_db)
+    def test_skipped_by_manifest("""
+
+
+def test_a_python_refs_pairs_are_reached_where_its_opinfos_pairs_ran_the_change(
+    tmp_path: Path,
+) -> None:
+    """The recording runs `_refs.mul` alone, but its templates compare it with `torch.mul`:
+    a change the `mul` pairs ran reaches the `_refs.mul` pairs too (the full mutation run
+    missed `_refs.unfold_copy` for an `unfold_copy` kernel change this way)."""
+    repo = build_upstream(tmp_path / "pytorch")
+    repo.reset()
+    repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
+    repo.write(DECOMPOSITIONS, DECOMPOSITIONS_TEXT)
+    core = f"{INTERNAL}/opinfo/core.py"
+    repo.write(core, repo.read(core) + PYTHON_REF_INFO)
+    repo.edit(DB, "UnaryUfuncInfo\n", "UnaryUfuncInfo, PythonRefInfo\n")
+    repo.write(
+        DB,
+        repo.read(DB) + '\npython_ref_db = [PythonRefInfo("_refs.mul", torch_opinfo_name="mul")]\n',
+    )
+    repo.edit(
+        "test/test_ops.py",
+        "import op_db, unary_ufuncs",
+        "import op_db, python_ref_db, unary_ufuncs",
+    )
+    repo.edit(
+        "test/test_ops.py",
+        "\n    @ops(op_db)\n    def test_skipped_by_manifest(",
+        PYTHON_REF_TEMPLATE,
+    )
+    repo.base = repo.commit("a PythonRefInfo of mul")
+    text = MANIFEST.replace(
+        "            - TestCommon::test_plain\n", "            - TestCommon::test_python_ref\n"
+    ).replace("      - exp\n", "      - exp\n      - _refs.mul\n")
+    manifest = manifest_file(tmp_path, text)
+    head = repo.change(DECOMPOSITIONS, "return self * 2", "return self * 3")
+    pairs = [
+        ("opinfo", op, d) for op in ("mul", "_refs.mul", "add") for d in ("float16", "float32")
+    ]
+    functions = {
+        p: [f"{DECOMPOSITIONS}::_picked_at_run_time"] if p[1] == "mul" else [] for p in pairs
+    }
+    state = select_head(repo, manifest, head, tmp_path, deps=str(recorded_map(tmp_path, functions)))
+    ops = {op for op, _ in linked_ops(state)}
+    assert {"mul", "_refs.mul"} <= ops and "add" not in ops

@@ -60,8 +60,12 @@ def root_instances(root: Target, index: LinkIndex, traced_only: bool = False) ->
         found = [i for i in index.by_op().get(root.full_name, []) if i.database == database]
     if not traced_only:
         return found
-    tracing = index.tracing
-    return [i for i in found if tracing(i)]
+    # many changes reach the same roots past a registration: filter each root once
+    traced: dict[Target, list[TestInstance]] = index.memo("resolve.traced_instances", dict)
+    if root not in traced:
+        tracing = index.tracing
+        traced[root] = [i for i in found if tracing(i)]
+    return traced[root]
 
 
 def _instances_of(bits: Bits, index: LinkIndex) -> list[TestInstance]:

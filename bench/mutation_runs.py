@@ -27,8 +27,11 @@ from typing import Any
 
 from mutations.truth import Digest, Instance, OpFacts, Pair, Selected
 
+from spyre_ci.deps import ALL_PATHS, COMPILED_PATHS
+
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = "2.13.0"
+UNCOMPILED_PATHS = tuple(p for p in ALL_PATHS if p not in COMPILED_PATHS)
 TRUTH_OPTIONS = ("--max-samples", "4", "--compile-samples", "1")  # as `deps record` runs
 
 
@@ -169,11 +172,12 @@ class TruthRunner:
         self.root = scratch_torch(scratch)
         self.cache_file = cache / "bench-mutations" / f"baseline-{_code_hash()}.json"
 
-    def _run(self, pairs: Sequence[Pair]) -> dict[Pair, Digest]:
+    def _run(self, pairs: Sequence[Pair], paths: Sequence[str] = ()) -> dict[Pair, Digest]:
         from spyre_ci.deps.truth import run_digests
 
+        options = [*TRUTH_OPTIONS, *(("--paths", ",".join(paths)) if paths else ())]
         try:
-            run = run_digests(list(pairs), pythonpath=[self.root], options=TRUTH_OPTIONS)
+            run = run_digests(list(pairs), pythonpath=[self.root], options=options)
         except RuntimeError as exc:  # the runner exited non-zero before answering
             raise MutatedTorchFailed(str(exc)) from exc
         if not Path(run.torch_file).is_relative_to(self.root):
@@ -199,13 +203,32 @@ class TruthRunner:
             try:
                 return self._run(pairs), time.perf_counter() - start
             except MutatedTorchFailed as exc:
-                # the mutation broke torch itself (its import, the device's registration):
-                # every pair run fails with it, which is a change of each
-                failed = Digest(f"error: the mutated torch failed: {exc}", "")
-                return dict.fromkeys(pairs, failed), time.perf_counter() - start
+                if len(pairs) > 1:  # which pair killed the process: each on its own
+                    return {p: self._one_after_crash(p) for p in pairs}, time.perf_counter() - start
+                return {pairs[0]: self._crashed(pairs[0], exc)}, time.perf_counter() - start
         finally:
             file.write_text(original, encoding="utf-8")
             self._pyc_gone(path)
+
+    def _one_after_crash(self, pair: Pair) -> Digest:
+        try:
+            return self._run([pair])[pair]
+        except MutatedTorchFailed as exc:
+            return self._crashed(pair, exc)
+
+    def _crashed(self, pair: Pair, exc: MutatedTorchFailed) -> Digest:
+        """The pair's run killed the process (a broken import, or an error thrown on the
+        autograd thread of a compiled backward): its uncompiled paths are run alone, so the
+        truth can tell a crash confined to the compiled paths (mutations.truth.compiled_only)."""
+        failed = Digest(f"error: the mutated torch failed: {exc}", "")
+        try:
+            eager = self._run([pair], paths=UNCOMPILED_PATHS)[pair]
+        except MutatedTorchFailed:
+            return failed  # the mutation breaks the eager paths too (or torch itself)
+        if eager.status != "ok":
+            return failed
+        crashed = dict.fromkeys(COMPILED_PATHS, "the process crashed")
+        return Digest("ok", "crashed in a compiled path", {**eager.paths, **crashed})
 
     def alone(self, path: str, text: str, pairs: Sequence[Pair]) -> dict[Pair, Digest]:
         """Each pair's digest after the mutation, in a process of its own."""

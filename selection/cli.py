@@ -268,6 +268,10 @@ def select_command(**kw: Any) -> None:
     spyre-ci select --pytorch-repo ~/pytorch --from v2.13.0 --to v2.14.0
     spyre-ci select --pytorch-repo ~/pytorch --pr 12345
     spyre-ci select --pytorch-repo ~/pytorch --from main --diff change.patch
+    spyre-ci select --from 2.13.0 --diff change.patch    (a diff onto a release)
+
+    A --diff file is a unified diff with paths as `git diff` writes them (a/torch/...,
+    b/torch/...).
     """
     console = Console(stderr=True, quiet=kw["quiet"], log_path=False)
     try:
@@ -278,6 +282,12 @@ def select_command(**kw: Any) -> None:
         )
         sys.exit(exc.exit_code)
     sys.exit(code)
+
+
+def percent(part: int, whole: int) -> str:
+    """`0.3 %`; a share too small to show at one decimal is `< 0.1 %`, never `0.0 %`."""
+    share = 100 * part / whole
+    return "< 0.1 %" if 0 < share < 0.05 else f"{share:.1f} %"
 
 
 def _select(kw: dict[str, Any], console: Console) -> int:
@@ -364,7 +374,7 @@ def _is_change_spot(spot: str) -> bool:
 def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
     reused = state.reused_total
     selected = len(state.candidates)
-    ratio = f" ({100 * selected / reused:.1f} % of {reused} reused)" if reused else ""
+    ratio = f" ({percent(selected, reused)} of {reused} reused)" if reused else ""
     note = deps_note(state.notes)
     if note:
         console.print(f"[dim]{note}[/]", highlight=False)

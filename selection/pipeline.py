@@ -110,7 +110,11 @@ def _releases(
     versions, revisions = [], []
     for spec in specs:
         version = choose_release(spec, available)
-        note(f"torch {spec} -> {version}" + ("" if version == spec else " (newest patch release)"))
+        note(
+            f"torch {version}"
+            if version == spec
+            else f"torch {spec} -> {version} (newest patch release)"
+        )
         versions.append(version)
         revisions.append(mirror.ensure(version, progress))
     if options.pytorch_src is None:  # --pytorch-src overrides the release's own test/

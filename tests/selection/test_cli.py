@@ -440,3 +440,11 @@ def test_a_diff_of_a_file_the_base_tree_lacks_is_a_blind_spot_not_dropped(
         for spot in doc["blind_spots"]
     )
     assert "test/test_absent.py" in (out / "report.md").read_text()
+
+
+def test_a_small_share_of_the_reused_tests_is_not_shown_as_zero() -> None:
+    from selection.cli import percent
+
+    assert percent(9, 27_933) == "< 0.1 %"  # 9 tests selected is not "0.0 %"
+    assert percent(0, 27_933) == "0.0 %"
+    assert percent(16_422, 27_963) == "58.7 %"

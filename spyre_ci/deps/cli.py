@@ -36,6 +36,8 @@ EXIT_BAD_INPUT = 2
 _CACHE_HELP = "cache (default $SPYRE_CI_CACHE or ~/.cache/spyre-ci); maps live in <cache>/deps/"
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
+PIPED_WIDTH = 240  # `deps show` piped: wide enough for an ISO time and a cache path
+
 
 def default_cache() -> Path:
     from selection.cli import default_cache as selection_cache
@@ -270,10 +272,15 @@ def show_command(cache_dir: Path | None, failures: bool) -> None:
             schema,
             str(m.path),
         )
-    Console(soft_wrap=True).print(table)
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:  # piped: rich's 80 columns would cut the dates and paths
+        console = Console(soft_wrap=True, width=max(console.width, PIPED_WIDTH))
+    console.print(table)
     for m in maps if failures else []:
         for (database, op, dtype), status in m.failures:
             click.echo(f"{m.torch_version} {m.device} {database} {op} {dtype}: {status}")
+        if failures and not m.failures:
+            click.echo(f"{m.torch_version} {m.device}: no failed pairs")
 
 
 def register(group: click.Group) -> None:

@@ -49,8 +49,11 @@ def test_record_then_export_import_and_load(tmp_path: Path) -> None:
 
     code, out, _ = _run("import", str(artifact), "--cache-dir", str(tmp_path / "other"))
     assert code == 0 and "imported 1 pairs (0 failed)" in out
-    code, out, _ = _run("show", "--cache-dir", str(tmp_path / "other"))
+    code, out, _ = _run("show", "--failures", "--cache-dir", str(tmp_path / "other"))
     assert code == 0 and "spyre" in out
+    # piped (not a terminal), the table is not cut at 80 columns: the whole file path shows
+    assert str(tmp_path / "other" / "deps") in out
+    assert "no failed pairs" in out
     exported = tmp_path / "again.json"
     code, out, _ = _run(
         "export", "--torch-version", "2.13.0", "--device", "spyre", "--out", str(exported),

@@ -179,9 +179,9 @@ def prepare(
         if options.capabilities is not None:  # asked for by name: not usable is bad input
             raise BadInput(f"--capabilities {options.capabilities}: {facts.problem}")
         extra.append(facts.problem)
-    given = _read_deps_file(options)  # a bad --deps file is bad input before any download
-    if options.diff is not None:
-        repo_source.read_diff(options.diff)  # and so is a bad --diff file
+    # a bad --deps or --diff file is bad input before any download
+    given = _read_deps_file(options)
+    patch = repo_source.read_diff(options.diff) if options.diff is not None else ""
     excluded: list[str] = []  # --diff paths the base tree lacks
     if mode == "release":
         repo, (base, head) = _releases(
@@ -204,7 +204,7 @@ def prepare(
             raise BadInput(
                 "--diff needs a base: --pytorch-repo PATH [--from REF] or --from VERSION"
             )
-        head, excluded = repo_source.apply_diff(repo, base, options.diff)  # type: ignore[arg-type]
+        head, excluded = repo_source.apply_diff(repo, base, options.diff, patch)  # type: ignore[arg-type]
     base_trees, head_trees = _trees(repo, base, head, options.pytorch_src)
     paths = changed_paths(repo, base.sha, head.sha)
     observed, deps_note = _observed(options, base, base_trees, given)

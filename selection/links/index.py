@@ -72,13 +72,10 @@ class LinkIndex:
     def by_template(self) -> dict[tuple[str, str, str], list[TestInstance]]:
         return self.memo("by_template", self.universe.by_template)
 
-    def traced(self, inst: TestInstance) -> bool:
-        """Does this instance trace its op (so that Python decompositions and meta kernels
-        run)? See `tracing_rule`; hot loops take `tracing` once."""
-        return self.tracing(inst)
-
     @functools.cached_property
     def tracing(self) -> Callable[[TestInstance], bool]:
+        """Does an instance trace its op (so that Python decompositions and meta kernels
+        run)? `tracing_rule`, built once."""
         return tracing_rule(self.universe, self.facts)
 
     def by_pair(self) -> dict[Pair, list[TestInstance]]:

@@ -4,7 +4,7 @@ Static: the link graph's reverse closure from the links' targets up to the roots
 and templates), then the roots' instances. A root reached only through a registration edge
 (a decomposition or meta kernel of the op it tests) reaches only the instances that trace
 their op -- templates that compile, fake-tensor, make_fx or export it (or whose body is not
-known), or every instance on a device whose eager ops are compiled (`LinkIndex.traced`).
+known), or every instance on a device whose eager ops are compiled (`LinkIndex.tracing`).
 
 Observed: when a dependency map was recorded for the base version and device, a changed
 function or ATen op reaches every (op, dtype) pair that executed it -- in the eager paths,

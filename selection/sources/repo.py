@@ -122,9 +122,11 @@ def read_diff(diff_file: Path) -> str:
     return patch
 
 
-def apply_diff(repo: git.Repo, base: Revision, diff_file: Path) -> tuple[Revision, list[str]]:
-    """Commit object of `base` + the diff; returns it and the paths left out (not in base)."""
-    patch = read_diff(diff_file)
+def apply_diff(
+    repo: git.Repo, base: Revision, diff_file: Path, patch: str
+) -> tuple[Revision, list[str]]:
+    """Commit object of `base` + the diff (`patch`: its text, from `read_diff`); returns it
+    and the paths left out (not in base)."""
     base_tree = repo.commit(base.sha).tree
     excluded = [
         p for p in _patched_paths(patch) if not _in_tree(base_tree, p) and not _is_new(patch, p)

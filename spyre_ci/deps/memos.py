@@ -59,14 +59,12 @@ def torch_caches() -> list[Any]:
     return list(found.values())
 
 
-def clear_fake_tensor_cache() -> bool:
-    """Empty FakeTensorMode's dispatch cache, if fake tensors were imported; whether it was."""
+def clear_fake_tensor_cache() -> None:
+    """Empty FakeTensorMode's dispatch cache, if fake tensors were imported."""
     module = sys.modules.get("torch._subclasses.fake_tensor")
     mode = getattr(module, "FakeTensorMode", None) if module is not None else None
-    if mode is None:
-        return False
-    mode.cache_clear()
-    return True
+    if mode is not None:
+        mode.cache_clear()
 
 
 def clear_torch_caches() -> int:

@@ -41,8 +41,8 @@ NEARLY_ALL = 0.5  # a change reaching more than half of the instances is machine
 
 @dataclass
 class Canary:
-    """A stratified canary: one instance per (file, class, template, dtype) stratum of the
-    reused instances within `aim` (every reused instance when `aim` is None), for every
+    """A stratified canary: one instance per (file, class, template, dtype) stratum and per
+    (op, dtype) pair of the reused instances within `aim` (every reused instance when `aim` is None), for every
     change in `causes` (changes aiming at the same tests share one canary)."""
 
     causes: list[Cause]
@@ -175,6 +175,10 @@ class Mapper:
             self.result.no_effect.append(outcome.no_effect)
             return
         self.result.blind_spots.extend(outcome.blind_spots)
+        if outcome.load_time:
+            self._canary(Cause("map", "canary", outcome.load_time), None)
+            if not (outcome.links or outcome.canary):
+                return
         if outcome.unrecorded_blind and self._unrecorded_reused():
             self._unrecorded_canary(outcome)
         if not outcome.links:

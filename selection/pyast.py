@@ -73,8 +73,8 @@ def _field_value(node: ast.AST, name: str) -> object:
 
 def _feed(node: object, out: list[str]) -> None:
     """Serialize an AST like ast.dump (no positions), leaving out what does not change
-    behaviour: docstrings, annotations, the text given to `add_docstr`. Does not copy or
-    mutate the tree."""
+    behaviour: docstrings, annotations (an annotated assignment is an assignment), the text
+    given to `add_docstr`. Does not copy or mutate the tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:
@@ -85,6 +85,10 @@ def _feed(node: object, out: list[str]) -> None:
     if not isinstance(node, ast.AST):
         out.append(repr(node))
         return
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        # `x: T = v` is `x = v` once its annotation is left out (a bare `x: T` is not: in a
+        # function it makes `x` local)
+        node = ast.Assign(targets=[node.target], value=node.value, type_comment=None)
     out.append(type(node).__name__)
     out.append("(")
     for name in node._fields:

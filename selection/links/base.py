@@ -102,6 +102,9 @@ class Outcome:
     - `unrecorded_blind`: linked only by the recording, so a blind spot and a canary (aimed
       at what `canary_aim` reaches) for the reused instances the recording does not cover
       (pairs without a recording, templates without an (op, dtype)), when there are any.
+    - `load_time`: the changed code also runs while `import torch` runs
+      (selection.links.startup), before every test: the stratified canary over every reused
+      test, beside what the links reach.
     """
 
     links: list[Link] = field(default_factory=list)
@@ -111,10 +114,13 @@ class Outcome:
     kind: str = ""  # the map cause's kind: template, entry, call, native, derivative, ...
     unrecorded_blind: str = ""
     canary_aim: list[Link] = field(default_factory=list)
+    load_time: str = ""
 
     @property
     def decided(self) -> bool:
-        return bool(self.links or self.no_effect or self.canary or self.blind_spots)
+        return bool(
+            self.links or self.no_effect or self.canary or self.blind_spots or self.load_time
+        )
 
 
 class LinkKind(Protocol):

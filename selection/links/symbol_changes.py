@@ -28,6 +28,7 @@ from collections import deque
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.links.resolve import recording_saw
+from selection.links.startup import load_time_functions, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
 from selection.pyast import MODULE_SYMBOL
@@ -81,6 +82,23 @@ def machinery(index: LinkIndex) -> set[Target]:
         return seen
 
     return index.memo("symbol_changes.machinery", build)
+
+
+def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
+    """Library code that `import torch` runs: a module-level assignment or a class header
+    of a module it imports, or a function their load-time code calls (module-level
+    statements are handled as such)."""
+    if change.qualname == MODULE_SYMBOL or change.kind == ChangeKind.added:
+        return False
+    if is_test_path(change.path) or change.path not in startup_modules(index):
+        return False
+    summary = index.explorer.summary(change.path)
+    if summary is not None and summary.kinds.get(change.qualname) in LOAD_TIME_KINDS:
+        return True
+    return Target.function(change.path, change.qualname) in load_time_functions(index)
+
+
+LOAD_TIME_KINDS = ("assign", "class")  # their statements run when the module is imported
 
 
 def _defined(index: LinkIndex, target: Target) -> bool:
@@ -172,6 +190,12 @@ class SymbolLinks:
         subsystem = subsystem_of(change.path)
         if subsystem is not None:
             return subsystem_outcome(subsystem, label, index)
+        outcome = self._reach(change, label, index)
+        if not outcome.no_effect and _runs_at_import(change, index):
+            outcome.load_time = f"{label}: runs while `import torch` runs, before every test"
+        return outcome
+
+    def _reach(self, change: SymbolChange, label: str, index: LinkIndex) -> Outcome:
         test_code = is_test_path(change.path)
         kind = "helper" if test_code else "library"
         target = Target.function(change.path, change.qualname)
@@ -183,7 +207,7 @@ class SymbolLinks:
                 kind="canary",
             )
         if change.kind == ChangeKind.removed:
-            return self._removed(change, label)
+            return self._removed(change, label, index)
         templates = _templates_using(change, index)
         if templates:  # and whatever else reaches the symbol (a list can also be called on)
             also = [Link(target, (Step(change.path, change.qualname, f"{change.kind}"),))]
@@ -227,18 +251,34 @@ class SymbolLinks:
         return bool(index.graph.users.get(target))
 
     @staticmethod
-    def _removed(change: SymbolChange, label: str) -> Outcome:
-        if not change.registers:
-            return Outcome(
-                no_effect=f"{label}: removed (its former users changed too, and are mapped)"
+    def _removed(change: SymbolChange, label: str, index: LinkIndex) -> Outcome:
+        if change.registers:
+            step = Step(
+                change.path,
+                change.qualname,
+                "removed: it was registered for "
+                + ", ".join(f"aten.{op}" for op in change.registers),
             )
-        step = Step(
-            change.path,
-            change.qualname,
-            "removed: it was registered for " + ", ".join(f"aten.{op}" for op in change.registers),
-        )
+            return Outcome(
+                links=[Link(Target.aten(op), (step,)) for op in change.registers],
+                kind="library",
+            )
+        target = Target.function(change.path, change.qualname)
+        link = Link(target, (Step(change.path, change.qualname, "removed"),))
+        if index.observed is not None and recording_saw(index.observed, link):
+            # what ran it now runs something else (an inherited method, a fallback) or fails,
+            # whether or not its callers changed: a method call names no definition
+            blind = f"{label}: removed, and recorded pairs ran it"
+            kind = "helper" if is_test_path(change.path) else "library"
+            return Outcome(
+                links=[link],
+                kind=kind,
+                unrecorded_blind=blind,
+                canary_aim=module_reach(index, change.path),
+            )
+        seen = ", and no recorded pair ran it" if index.observed is not None else ""
         return Outcome(
-            links=[Link(Target.aten(op), (step,)) for op in change.registers], kind="library"
+            no_effect=f"{label}: removed (its former users changed too, and are mapped){seen}"
         )
 
     def _no_effect(self, change: SymbolChange) -> str:
@@ -257,6 +297,11 @@ class SymbolLinks:
     ) -> Outcome:
         if is_database_file(change.path) or change.path.startswith("test/"):
             return Outcome(canary=f"{label}: module-level statements", kind="canary")
+        if change.path in startup_modules(index):
+            # the import runs before every test: the stratified canary over all of them
+            return Outcome(
+                canary=f"{label}: module-level statements run by `import torch`", kind="canary"
+            )
         aimed = module_reach(index, change.path)
         if aimed:
             return Outcome(

@@ -25,6 +25,7 @@ from selection.links.registrations import (
 from selection.pyast import MODULE_SYMBOL, module_symbols
 from selection.python.chains import Chain, chain_of
 from selection.python.for_us import for_us, has_other_device_code
+from selection.python.load_time import imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
@@ -74,6 +75,10 @@ class ModuleSummary:
     # defined elsewhere: (function, decorator chain, text, line), resolved by the explorer
     inferring_factories: set[str] = field(default_factory=set)
     pending_registrations: list[tuple[str, Chain, str, int]] = field(default_factory=list)
+    # what importing the module runs (selection.python.load_time): the modules it imports,
+    # and the calls and decorators of its load-time code
+    load_imports: tuple[str, ...] = ()
+    load_uses: tuple[Use, ...] = ()
 
 
 def summarize(
@@ -95,11 +100,26 @@ def summarize(
             summary.bases[qualname] = tuple(
                 c for b in getattr(symbol.nodes[0], "bases", []) if (c := chain_of(b))
             )
+    summary.load_imports = imported_modules(
+        tree, lambda module, level: names.absolute(path, module, level)
+    )
+    summary.load_uses = _load_uses(tree, tests)
     if is_registration_module(path):
         summary.registrations = registrations_in(path, symbols, summary.aten_aliases)
         summary.inferring_factories = inferring_factories(symbols)
         summary.pending_registrations = pending_factory_calls(symbols, summary.aten_aliases)
     return summary
+
+
+def _load_uses(tree: ast.Module, tests: bool) -> tuple[Use, ...]:
+    """The calls and decorators of the code that runs when the module is imported."""
+    collector = _UseCollector(tests)
+    for node in load_time_nodes(tree):
+        collector.collect(node)
+    return tuple(u for u in dict.fromkeys(collector.uses) if u.how in _RUN_ON_LOAD)
+
+
+_RUN_ON_LOAD = ("call", "decorator")
 
 
 def uses_in(node: ast.AST, tests: bool, how: str = "reference") -> tuple[Use, ...]:

@@ -29,6 +29,7 @@ ANALYSERS = (
     "selection.python.summary",
     "selection.python.chains",
     "selection.python.names",
+    "selection.python.load_time",
     "selection.python.nested",
     "selection.observed",
     "selection.links.registrations",

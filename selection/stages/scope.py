@@ -4,7 +4,8 @@ Per candidate the manifests decide (files, classes, templates, ops, dtypes, mode
 candidate they skip or never generate is dropped with the manifest's reason; xfail stays
 (the change may have fixed it). A template upstream restricts to another device
 (`@onlyCUDA`) drops out too. Canary causes from map are resolved here, over the reused
-instances, so every (class, template, dtype) stratum the backend runs gets one instance.
+instances, so every (class, template, dtype) stratum and every (op, dtype) pair the backend
+runs gets one instance.
 """
 
 from __future__ import annotations
@@ -116,8 +117,8 @@ class ScopeStage:
     def _canary(
         self, state: PipelineState, reused: list[TestInstance], kept: dict[str, Candidate]
     ) -> int:
-        """One instance per (file, class, template, dtype) stratum of the reused instances
-        each canary aims at (all of them for an unaimed one), unless one already runs."""
+        """One instance per stratum (`_strata`) of the reused instances each canary aims at
+        (all of them for an unaimed one), unless one already runs."""
         canaries = state.mapped.canaries if state.mapped else []
         if not canaries or state.request.widen == "full":
             return 0
@@ -134,27 +135,15 @@ class ScopeStage:
         pool: list[TestInstance],
         kept: dict[str, Candidate],
     ) -> int:
-        strata: dict[tuple[str, str, str, str], list[TestInstance]] = {}
-        for inst in pool:
-            strata.setdefault(
-                (inst.file, inst.test_class, inst.template, inst.dtype or ""), []
-            ).append(inst)
         backend = state.request.backend
         root = Cause("detect", "machinery", cause.summary)
         added = 0
-        for stratum, members in sorted(strata.items()):
+        for stratum, members, name in _strata(pool):
             if any(m.node_id in kept for m in members):
                 continue
             chosen = min(members, key=lambda m: _spread(m, stratum))
             candidate = Candidate(chosen, [root, cause])
-            candidate.causes.append(
-                Cause(
-                    "map",
-                    "canary",
-                    f"canary for {stratum[1]}.{stratum[2]} [{stratum[3] or 'no dtype'}]: "
-                    f"{cause.summary}",
-                )
-            )
+            candidate.causes.append(Cause("map", "canary", f"canary for {name}: {cause.summary}"))
             answer = backend.answer(chosen)
             candidate.mode = answer.mode
             candidate.causes.append(
@@ -163,6 +152,28 @@ class ScopeStage:
             kept[chosen.node_id] = candidate
             added += 1
         return added
+
+
+Stratum = tuple[str, ...]
+
+
+def _strata(pool: list[TestInstance]) -> list[tuple[Stratum, list[TestInstance], str]]:
+    """The canary's strata, each with its members and its name: every (file, class,
+    template, dtype) of the pool, so each template runs once per dtype, then every (op,
+    dtype) pair, so each op runs once per dtype too (machinery such as a registration
+    helper builds per-op state: a decomposition table, a meta kernel)."""
+    templates: dict[Stratum, list[TestInstance]] = {}
+    pairs: dict[Stratum, list[TestInstance]] = {}
+    for inst in pool:
+        dtype = inst.dtype or ""
+        templates.setdefault((inst.file, inst.test_class, inst.template, dtype), []).append(inst)
+        if inst.op is not None and inst.dtype is not None:
+            pairs.setdefault((inst.database, inst.op, inst.dtype), []).append(inst)
+    found = [
+        (s, members, f"{s[1]}.{s[2]} [{s[3] or 'no dtype'}]")
+        for s, members in sorted(templates.items())
+    ]
+    return found + [(s, members, f"{s[1]} [{s[2]}]") for s, members in sorted(pairs.items())]
 
 
 def _spread(inst: TestInstance, stratum: tuple[str, ...]) -> str:

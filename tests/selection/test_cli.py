@@ -43,7 +43,7 @@ def test_range_mode_writes_every_output_and_prints_where(
     assert (doc["schema"], doc["schema_version"], doc["mode"]) == ("spyre-ci/selection", 1, "range")
     assert (doc["base"]["sha"], doc["head"]["sha"]) == (upstream.base, canary_head)
     assert [s["name"] for s in doc["stages"]] == ["detect", "map", "scope", "triage"]
-    assert doc["summary"]["selected"] == len(doc["selected"]) == 6
+    assert doc["summary"]["selected"] == len(doc["selected"]) == 9
     assert doc["summary"]["reused_instances"] == 12
     first = doc["selected"][0]
     assert first["id"].startswith("test/test_ops.py::TestCommonSPYRE::test_")
@@ -58,7 +58,7 @@ def test_range_mode_writes_every_output_and_prints_where(
     assert (out / "selected.txt").read_text().split() == [s["id"] for s in doc["selected"]]
     matrix = json.loads((out / "matrix.json").read_text())
     assert sorted(m["shard"] for m in matrix["include"]) == [1, 2, 3, 4]
-    assert sum(m["tests"] for m in matrix["include"]) == 6
+    assert sum(m["tests"] for m in matrix["include"]) == 9
     # which dependency map decided (none here): in the report, not only in selection.json
     deps_line = next(x for x in (out / "report.md").read_text().splitlines() if "Dependencies" in x)
     assert deps_line.startswith("- Dependencies: recorded dependencies: none for torch")
@@ -73,7 +73,7 @@ def test_reports_are_self_contained_and_name_the_causes(
     assert "<script" not in html and not re.search(r"(src|href)=\"https?://", html)
     assert "instantiate_test" in html and "canary" in html
     md = (out / "report.md").read_text()
-    assert "Selected 6 of 12 reused instances (50.0 %)" in md
+    assert "Selected 9 of 12 reused instances (75.0 %)" in md
     assert "## Blind spots" in md
     assert "DeviceTypeTestBase.instantiate_test modified" in md
     assert "&lt;" not in md and "&#39;" not in md  # Markdown is not HTML-escaped
@@ -135,7 +135,7 @@ def test_pr_mode_uses_the_pull_request_ref(
     doc = json.loads((out / "selection.json").read_text())
     assert (doc["mode"], doc["head"]["label"], doc["head"]["sha"]) == ("pr", "pr/7", canary_head)
     assert doc["base"]["sha"] == upstream.base
-    assert doc["summary"]["selected"] == 6
+    assert doc["summary"]["selected"] == 9
 
 
 def test_diff_mode_applies_a_patch_onto_the_base(
@@ -253,7 +253,8 @@ def test_a_library_change_nothing_links_is_a_blind_spot_covered_by_the_canary(
     code, _, _ = run_select(args, tmp_path / "cache")
     assert code == EXIT_SELECTED
     doc = json.loads((out / "selection.json").read_text())
-    assert doc["summary"]["selected"] == 6  # one per (template, dtype) stratum
+    # one per (template, dtype) stratum and per (op, dtype) pair
+    assert doc["summary"]["selected"] == 9
     assert any("torch/utils/registry.py: register" in g["cause"] for g in doc["groups"])
     assert any(
         "torch/utils/registry.py: register modified: linked to no reused test statically" in b

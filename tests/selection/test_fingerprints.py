@@ -34,3 +34,22 @@ def test_an_import_moved_past_an_assignment_of_its_name_is_a_change() -> None:
 def test_a_docstring_is_not_code_and_other_statements_keep_their_order() -> None:
     assert fingerprint('"""Doc."""\nx = 1\n') == fingerprint('"""Other doc."""\nx = 1\n')
     assert fingerprint("x = 1\ny = x\n") != fingerprint("y = x\nx = 1\n")
+
+
+def test_type_hints_added_to_a_function_are_not_a_change() -> None:
+    """Upstream's typing PRs: parameter and return annotations, and an annotated assignment
+    (`self.kwargs: dict[str, Any] = {}`), run nothing."""
+    assert fingerprint(
+        "def f(self, a, b=1):\n    self.kwargs = {}\n    n = a + b\n    return n\n"
+    ) == fingerprint(
+        "def f(self, a: int, b: int = 1) -> int:\n"
+        "    self.kwargs: dict[str, int] = {}\n    n: int = a + b\n    return n\n"
+    )
+
+
+def test_a_bare_annotation_or_a_changed_value_is_a_change() -> None:
+    """`x: int` alone makes `x` local to the function (a read of a global then fails)."""
+    assert fingerprint("def f():\n    return x\n") != fingerprint(
+        "def f():\n    x: int\n    return x\n"
+    )
+    assert fingerprint("def f():\n    n: int = 1\n") != fingerprint("def f():\n    n: int = 2\n")

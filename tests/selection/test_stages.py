@@ -189,9 +189,12 @@ def test_instantiation_machinery_change_selects_a_stratified_canary(
     assert counts(state, "map")["canary_causes"] == 1
     reused = state.reused
     strata = {(i.template, i.dtype) for i in reused}
+    pairs = {(i.op, i.dtype) for i in reused if i.op is not None}
     selected = [c.instance for c in state.candidates.values()]
-    assert len(selected) == len(strata) == 6 < state.reused_total
-    assert {(i.template, i.dtype) for i in selected} == strata
+    assert {(i.template, i.dtype) for i in selected} == strata  # every template per dtype
+    assert {(i.op, i.dtype) for i in selected if i.op is not None} == pairs  # every op too
+    # one per template stratum (6), and one for each of the 3 pairs those leave out
+    assert (len(strata), len(selected)) == (6, 9) and len(selected) < state.reused_total
     assert all(any(c.kind == "canary" for c in cand.causes) for cand in state.candidates.values())
 
 

@@ -279,3 +279,24 @@ def test_a_python_refs_pairs_are_reached_where_its_opinfos_pairs_ran_the_change(
     state = select_head(repo, manifest, head, tmp_path, deps=str(recorded_map(tmp_path, functions)))
     ops = {op for op, _ in linked_ops(state)}
     assert {"mul", "_refs.mul"} <= ops and "add" not in ops
+
+
+def test_a_removed_function_the_recording_saw_run_reaches_the_pairs_that_ran_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Whoever ran it now runs something else or fails, whether or not a caller changed (a
+    method call or a lookup by name names no definition). Without a recording, the removal
+    is reasoned about statically: its users had to change too."""
+    head = upstream.change(
+        DECOMPOSITIONS, "def _picked_at_run_time(self):\n    return self * 2\n", ""
+    )
+    state = select_head(upstream, manifest, head, tmp_path / "static")
+    assert state.mapped is not None
+    assert any("_picked_at_run_time removed" in n for n in state.mapped.no_effect)
+    pairs = {(i.database, i.op, i.dtype) for i in state.reused if i.op is not None and i.dtype}
+    ran = ("opinfo", "abs", "float32")
+    functions = {p: [f"{DECOMPOSITIONS}::_picked_at_run_time"] if p == ran else [] for p in pairs}
+    deps = str(recorded_map(tmp_path, functions))
+    state = select_head(upstream, manifest, head, tmp_path / "map", deps=deps)
+    assert ("abs", "float32") in linked_ops(state)
+    assert ("abs", "float16") not in linked_ops(state)

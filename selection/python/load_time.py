@@ -1,0 +1,84 @@
+"""What a module runs when it is imported: the modules it imports then and the code it calls
+then. Pure over one parsed module.
+
+Python runs a module's top-level statements on import. Of them, what runs code elsewhere is:
+the imports (each imported module runs its own top-level statements in turn), calls in
+module-level statements, and, for each top-level function and class, its decorators and
+default values, plus a class body's statements (but not its methods' bodies). An import
+inside a function, or under `if TYPE_CHECKING:`, does not run on import.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", "")
+    return name == "TYPE_CHECKING"
+
+
+def top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements that run on import, blocks (`if`, `try`, `with`) opened, but neither
+    function nor class bodies, nor an `if TYPE_CHECKING:` body."""
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            if not _is_type_checking(stmt.test):
+                yield from top_level_statements(stmt.body)
+            yield from top_level_statements(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse):
+                yield from top_level_statements(block)
+            yield from top_level_statements(stmt.finalbody)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from (ast.Expr(item.context_expr) for item in stmt.items)
+            yield from top_level_statements(stmt.body)
+        else:
+            yield stmt
+
+
+def imported_modules(
+    tree: ast.Module, absolute: Callable[[str | None, int], str]
+) -> tuple[str, ...]:
+    """Dotted names of the modules the import runs (`from torch import _meta_registrations`
+    gives `torch` and `torch._meta_registrations`: the name may be a submodule; the caller
+    keeps the names that are modules). `absolute`: the absolute module of a `from` import's
+    (module, level)."""
+    found: list[str] = []
+    for stmt in top_level_statements(tree.body):
+        if isinstance(stmt, ast.Import):
+            found += [alias.name for alias in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom):
+            module = absolute(stmt.module, stmt.level)
+            found.append(module)
+            found += [f"{module}.{alias.name}" for alias in stmt.names if alias.name != "*"]
+    return tuple(dict.fromkeys(m for m in found if m))
+
+
+def load_time_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+    """The expressions and statements whose code runs on import, besides the imports:
+    module-level statements (defs and classes excluded), and each top-level definition's
+    decorators and defaults (a class: its bases and its body's statements too)."""
+    for stmt in top_level_statements(tree.body):
+        if isinstance(stmt, (*FUNCTION_DEFS, ast.ClassDef)):
+            yield from _definition_parts(stmt)
+        elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            yield stmt
+
+
+def _definition_parts(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+) -> Iterator[ast.AST]:
+    yield from node.decorator_list
+    if isinstance(node, ast.ClassDef):
+        yield from node.bases
+        for stmt in node.body:
+            if isinstance(stmt, (*FUNCTION_DEFS, ast.ClassDef)):
+                yield from _definition_parts(stmt)
+            else:
+                yield stmt
+        return
+    yield from (d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None)

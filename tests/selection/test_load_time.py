@@ -1,0 +1,166 @@
+"""What `import torch` runs reaches every reused test (misses of the mutation benchmark:
+`register_decomposition` and `activate_meta` made to raise broke the import, and with it
+ops the canaries had not picked):
+
+- module-level statements of a module `import torch` imports, and the functions its
+  load-time code calls (decorators, module-level calls), get the stratified canary over
+  every reused test, beside what their links reach;
+- a module only imported lazily (inside a function) keeps its aimed canary;
+- a stratified canary runs every (op, dtype) pair once, beside every template per dtype.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from selection.python.load_time import imported_modules, load_time_nodes
+from selection.state import PipelineState
+from tests.support.observed_runs import linked_ops, manifest_file, select_head
+from tests.support.upstream_library import DECOMP_INIT
+from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
+
+META = "torch/_meta_registrations.py"
+LAZY = "torch/_lazy_tables.py"
+
+TORCH_INIT = """from typing import TYPE_CHECKING
+
+from torch import _meta_registrations
+
+if TYPE_CHECKING:
+    from torch import _lazy_tables
+
+
+def _lazy():
+    from torch import _lazy_tables
+
+    return _lazy_tables.TABLE
+"""
+
+META_TEXT = """import torch
+
+_registered = {}
+
+
+def register_meta(op):
+    def wrapper(fn):
+        _registered[op] = fn
+        return fn
+
+    return wrapper
+
+
+@register_meta("aten.abs")
+def meta_abs(x):
+    return x
+
+
+def activate_meta():
+    for op, fn in list(_registered.items()):
+        _registered[op] = fn
+
+
+activate_meta()
+"""
+
+LAZY_TEXT = """def _build():
+    return {"abs": 1}
+
+
+TABLE = _build()
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    repo.reset()
+    repo.write("torch/__init__.py", TORCH_INIT)
+    repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
+    repo.write(META, META_TEXT)
+    repo.write(LAZY, LAZY_TEXT)
+    repo.base = repo.commit("a module `import torch` runs, and one it imports lazily")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return manifest_file(tmp_path_factory.mktemp("manifests"), MANIFEST)
+
+
+def _import_causes(state: PipelineState) -> set[str]:
+    return {
+        cause.summary
+        for c in state.candidates.values()
+        for cause in c.causes
+        if "import torch" in cause.summary
+    }
+
+
+def _pairs(instances: object) -> set[tuple[str | None, str | None]]:
+    return {(i.op, i.dtype) for i in instances if i.op is not None}  # type: ignore[attr-defined]
+
+
+def test_load_time_code_is_module_statements_decorators_and_defaults_not_bodies() -> None:
+    tree = ast.parse(
+        "import a.b\n"
+        "from . import c\n"
+        "if TYPE_CHECKING:\n    import d\n"
+        "try:\n    import e\nexcept ImportError:\n    pass\n"
+        "@deco(1)\ndef f(x=default()):\n    import g\n    body()\n"
+        "class K(Base):\n    attr = make()\n    def m(self):\n        inside()\n"
+        "setup()\n"
+    )
+    modules = imported_modules(tree, lambda module, level: "pkg" + (f".{module}" if module else ""))
+    assert modules == ("a.b", "pkg", "pkg.c", "e")
+    called = {
+        n.func.id
+        for node in load_time_nodes(tree)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    assert called == {"deco", "default", "make", "setup"}
+
+
+def test_a_function_import_torch_calls_reaches_every_pair_through_the_canary(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(
+        META, "_registered[op] = fn\n\n\nactivate", "_registered[op] = None\n\n\nactivate"
+    )
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert any(
+        "activate_meta modified: runs while `import torch` runs" in c for c in _import_causes(state)
+    )
+    selected = [c.instance for c in state.candidates.values()]
+    assert _pairs(state.reused) <= _pairs(selected)
+
+
+def test_module_statements_of_a_startup_module_reach_every_pair(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(META, "\nactivate_meta()\n", "\nactivate_meta()\nactivate_meta()\n")
+    state = select_head(upstream, manifest, head, tmp_path)
+    causes = _import_causes(state)
+    assert any("module-level statements run by `import torch`" in c for c in causes)
+    assert _pairs(state.reused) <= _pairs(c.instance for c in state.candidates.values())
+
+
+def test_a_module_level_assignment_of_a_startup_module_runs_at_import(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(META, "_registered = {}", "_registered = {'aten.neg': None}")
+    state = select_head(upstream, manifest, head, tmp_path)
+    causes = _import_causes(state)
+    assert any("_registered modified: runs while `import torch` runs" in c for c in causes)
+
+
+def test_a_module_imported_only_lazily_is_not_run_by_import_torch(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change(LAZY, 'return {"abs": 1}', 'return {"abs": 2}')
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert not _import_causes(state)
+    assert not linked_ops(state)

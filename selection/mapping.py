@@ -135,6 +135,7 @@ class Mapper:
         self.total = max(1, len(reused) if reused is not None else len(index.universe.instances))
         # canaries by what they aim at: the roots reached (graph bits) and direct instances
         self._canaries: dict[object, Canary] = {}
+        self._full: set[int] = set()  # ids of pair instance lists whose instances are full
         self._any_unrecorded: bool | None = None  # memo of _unrecorded_reused
 
     def run(self) -> MapResult:
@@ -186,7 +187,7 @@ class Mapper:
             return
         limit = -1 if outcome.canary else int(NEARLY_ALL * self.total)
         resolution = resolve(outcome.links, self.index, limit, self.reused)
-        if not (resolution.reached or resolution.count):
+        if not (resolution or resolution.count):
             self.result.no_effect.append(
                 f"{outcome.canary or detect.summary}: no reused instance reaches it"
             )
@@ -198,7 +199,7 @@ class Mapper:
             self._canary(Cause("map", "canary", summary), resolution)
             return
         self.result.observed_instances += resolution.observed
-        if not resolution.reached:  # every static link was a recorded pair that ran none of it
+        if not resolution:  # every static link was a recorded pair that ran none of it
             self.result.no_effect.append(
                 f"{detect.summary}: linked statically, but no recorded (op, dtype) pair ran it "
                 f"({resolution.count} instances ruled out by the recording)"
@@ -208,10 +209,16 @@ class Mapper:
         # instance of its root: hundreds of thousands of identical causes otherwise).
         causes: dict[int, Cause] = {}
         for inst, link in resolution.reached.values():
-            how = causes.get(id(link))
-            if how is None:
-                how = causes[id(link)] = map_cause(outcome.kind, link)
-            self._hit(inst, detect, how)
+            self._hit_once(inst, detect, link, outcome.kind, causes)
+        for link, instances in resolution.by_pair:
+            if id(instances) in self._full:
+                continue  # every instance of the pair names enough changes already
+            full = True
+            for inst in instances:
+                if inst.node_id not in resolution.reached:
+                    full &= self._hit_once(inst, detect, link, outcome.kind, causes)
+            if full:
+                self._full.add(id(instances))  # the lists are the index's, shared
 
     def _unrecorded_reused(self) -> bool:
         """Does a reused instance lack a recording: its (op, dtype) pair has none, or it has
@@ -244,13 +251,36 @@ class Mapper:
     def _canary(self, cause: Cause, resolution: Resolution | None) -> None:
         """Changes aiming at the same tests share one canary: keyed by the roots reached
         (and the instances named directly), its set of ids built once."""
-        key = None if resolution is None else (resolution.bits, tuple(sorted(resolution.reached)))
+        key = (
+            None
+            if resolution is None
+            else (
+                resolution.bits,
+                tuple(sorted(resolution.reached)),
+                resolution.observed_runs,
+                tuple(id(instances) for _, instances in resolution.by_pair),
+            )
+        )
         canary = self._canaries.get(key)
         if canary is None:
             aim = None if resolution is None else resolution.node_ids(self.index)
             canary = self._canaries[key] = Canary([], aim)
             self.result.canaries.append(canary)
         canary.causes.append(cause)
+
+    def _hit_once(
+        self, inst: TestInstance, detect: Cause, link: Link, kind: str, causes: dict[int, Cause]
+    ) -> bool:
+        """`_hit` with the link's cause built once per link, and only for an instance that
+        does not name enough changes yet. Whether it names enough now."""
+        candidate = self.result.candidates.get(inst.node_id)
+        if candidate is None or len(candidate.causes) < MAX_CAUSES * 2:
+            how = causes.get(id(link))
+            if how is None:
+                how = causes[id(link)] = map_cause(kind, link)
+            self._hit(inst, detect, how)
+            candidate = self.result.candidates[inst.node_id]
+        return len(candidate.causes) >= MAX_CAUSES * 2
 
     def _hit(self, inst: TestInstance, detect: Cause, how: Cause) -> None:
         candidate = self.result.candidates.get(inst.node_id)

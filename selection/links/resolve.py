@@ -20,6 +20,8 @@ schema default): it records what ran, not how it was called.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
@@ -41,10 +43,35 @@ class Resolution:
     broad: bool = False
     bits: Bits = (0, 0)
     count: int = 0  # instances reached (of those `within`, when given)
+    # broad through the recording: its (pairs, traced only) runs, beside `reached`
+    observed_runs: tuple[tuple[frozenset[Pair], bool], ...] = ()
+    # what the recording reached, one link per pair and path with the pair's instances
+    # (listed apart from `reached`: a release upgrade resolves millions of them)
+    by_pair: list[tuple[Link, list[TestInstance]]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        """Does it reach any instance?"""
+        return bool(self.reached or self.by_pair)
+
+    def items(self) -> Iterator[tuple[TestInstance, Link]]:
+        """Each instance reached, with the first link that reaches it."""
+        yield from self.reached.values()
+        for link, instances in self.by_pair:
+            for inst in instances:
+                if inst.node_id not in self.reached:
+                    yield inst, link
 
     def node_ids(self, index: LinkIndex) -> frozenset[str]:
         if not self.broad:
-            return frozenset(self.reached)
+            return frozenset(inst.node_id for inst, _ in self.items())
+        if self.observed_runs:
+            runs = {
+                i.node_id
+                for pairs, traced_only in self.observed_runs
+                for pair in pairs
+                for i in pair_instances(pair, traced_only, index)
+            }
+            return frozenset(runs.union(self.reached))
         ids = frozenset(i.node_id for i in _instances_of(self.bits, index))
         return ids | frozenset(self.reached) if self.reached else ids
 
@@ -153,7 +180,7 @@ def resolve(
             for inst in root_instances(root, index, traced or "registration" in link.kinds):
                 result.add(inst, link)
         return result
-    _with_observed(result, roots, observed, asked, through_graph[0], index, traced)
+    _with_observed(result, roots, observed, asked, through_graph[0], index, traced, limit, within)
     return result
 
 
@@ -165,8 +192,13 @@ def _with_observed(
     first: Link,
     index: LinkIndex,
     traced: bool,
+    limit: int | None,
+    within: frozenset[str] | None,
 ) -> None:
-    """`traced`: the change runs only where an instance traces its op."""
+    """`traced`: the change runs only where an instance traces its op. Past `limit`
+    instances (counted per pair, of those `within`), the answer is `broad`: what the
+    recording adds makes the change machinery, and its instances are listed only when
+    asked (`Resolution.node_ids`)."""
     for root, link in roots.items():
         for inst in root_instances(root, index, traced or "registration" in link.kinds):
             pair = _pair(inst)
@@ -175,16 +207,64 @@ def _with_observed(
             if root.kind == "template" or pair is None or not observed.is_recorded(pair):
                 result.add(inst, link)
     eager, compiled = (_with_refs(pairs, index) for pairs in _observed_pairs(observed, asked))
+    runs = ((frozenset(eager), traced), (frozenset(compiled), True))
+    if limit is not None and limit >= 0:
+        static = result.reached.keys() & within if within is not None else result.reached
+        count = len(static) + sum(
+            sum(map(_pair_counts(only, index, within).__getitem__, pairs)) for pairs, only in runs
+        )
+        if count > limit:
+            result.broad, result.count, result.observed_runs = True, count, runs
+            return
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
-    tracing = index.tracing
-    for pairs, path, traced_only in ((eager, "ran", traced), (compiled, "ran compiled", True)):
-        step = Step("", "", f"executed when it {path} {where}")
-        for pair in sorted(pairs):
-            for inst in index.by_pair().get(pair, []):
-                if traced_only and not tracing(inst):
-                    continue
-                result.add(inst, Link(inst_target(inst), (*first.evidence, step), "observed"))
-                result.observed += 1
+    targets: dict[Pair, Target] = index.memo("resolve.pair_targets", dict)
+    done: set[Pair] = set()
+    found = result.by_pair
+    for (pairs, traced_only), path in zip(runs, ("ran", "ran compiled"), strict=True):
+        evidence = (*first.evidence, Step("", "", f"executed when it {path} {where}"))
+        for pair in sorted(pairs - done):
+            instances = pair_instances(pair, traced_only, index)
+            if not instances:
+                continue
+            done.add(pair)
+            # one link per pair and path: every instance of the pair has the same entry
+            target = targets.get(pair) or targets.setdefault(pair, inst_target(instances[0]))
+            found.append((Link(target, evidence, "observed"), instances))
+            result.observed += len(instances)
+
+
+def pair_instances(pair: Pair, traced_only: bool, index: LinkIndex) -> list[TestInstance]:
+    """A recorded pair's instances (`traced_only`: those that trace their op), each list
+    built once."""
+    found: dict[tuple[Pair, bool], list[TestInstance]] = index.memo("resolve.pair_instances", dict)
+    key = (pair, traced_only)
+    if key not in found:
+        instances = index.by_pair().get(pair, [])
+        if traced_only:
+            tracing = index.tracing
+            instances = [i for i in instances if tracing(i)]
+        found[key] = instances
+    return found[key]
+
+
+def _pair_counts(
+    traced_only: bool, index: LinkIndex, within: frozenset[str] | None
+) -> defaultdict[Pair, int]:
+    """Per recorded pair, its instances (`traced_only`: that trace their op) of those
+    `within`, counted once for all pairs."""
+
+    def build() -> defaultdict[Pair, int]:
+        counts: defaultdict[Pair, int] = defaultdict(int)
+        for pair in index.by_pair():
+            instances = pair_instances(pair, traced_only, index)
+            counts[pair] = (
+                len(instances)
+                if within is None
+                else sum(1 for i in instances if i.node_id in within)
+            )
+        return counts
+
+    return index.memo(f"resolve.pair_counts.{traced_only}.{id(within)}", build)
 
 
 def _with_refs(pairs: set[Pair], index: LinkIndex) -> set[Pair]:

@@ -8,8 +8,9 @@ callers. The startup modules are found by following load-time imports
 (selection.python.load_time) from `torch/__init__.py`; the load-time functions are what
 their load-time code calls (a decorator factory such as `register_decomposition`, a
 module-level `activate_meta()`), and what those call in turn as far as the link graph knows
-it. Packages summarized as one node (selection.links.subsystems) are not opened: their
-modules are never startup modules here.
+it. A module of a package summarized as one node (selection.links.subsystems) that a
+startup module imports is a startup module, but it is not opened: what it imports and
+calls on import is unknown.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ def startup_modules(index: LinkIndex) -> frozenset[str]:
             if path in seen:
                 continue
             seen.add(path)
+            if subsystem_of(path) is not None:
+                continue  # imported, but never parsed: what it imports in turn is unknown
             summary = explorer.summary(path)
             for dotted in summary.load_imports if summary is not None else ():
                 for module in _with_packages(dotted):
                     found = names.path_of(module)
-                    if found and found.startswith("torch/") and subsystem_of(found) is None:
+                    if found and found.startswith("torch/"):
                         queue.append(found)
         return frozenset(seen)
 
@@ -62,6 +65,8 @@ def load_time_functions(index: LinkIndex) -> frozenset[Target]:
         explorer = index.explorer
         seeds: list[Target] = []
         for path in startup_modules(index):
+            if subsystem_of(path) is not None:
+                continue
             summary = explorer.summary(path)
             if summary is None:
                 continue

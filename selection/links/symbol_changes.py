@@ -84,6 +84,53 @@ def machinery(index: LinkIndex) -> set[Target]:
     return index.memo("symbol_changes.machinery", build)
 
 
+def _in_subsystem(change: SymbolChange, label: str, subsystem: str, index: LinkIndex) -> Outcome:
+    """A change inside a package summarized as one node: what the recording saw run, else
+    the package's canary. A module `import torch` imports is not analysed for what it runs
+    on import: any of its code may, so it gets the canary over every test too."""
+    startup = change.path in startup_modules(index)
+    if startup and change.qualname == MODULE_SYMBOL:
+        return Outcome(
+            canary=f"{label}: module-level statements run by `import torch`", kind="canary"
+        )
+    outcome = _recorded_in_subsystem(change, label, subsystem, index)
+    if outcome is None:
+        outcome = subsystem_outcome(subsystem, label, index)
+    if startup:
+        if outcome.no_effect:  # no test reaches the package, but the import runs it
+            outcome = Outcome(kind="canary")
+        outcome.load_time = f"{label}: in a module `import torch` imports (it may run there)"
+    return outcome
+
+
+def _recorded_in_subsystem(
+    change: SymbolChange, label: str, subsystem: str, index: LinkIndex
+) -> Outcome | None:
+    """A function inside a package summarized as one node that the recording saw run (a
+    FakeTensor implementation, a lowering, a dispatcher helper): it reaches the pairs that
+    ran it, the package's canary kept for what the recording does not cover. None when the
+    recording cannot tell (none, module-level code, a function it never saw run: code run
+    at import, or only by ops it did not record)."""
+    if index.observed is None or change.qualname == MODULE_SYMBOL:
+        return None
+    if change.kind == ChangeKind.added:
+        return None
+    how = f"{change.kind} (inside {subsystem})"
+    if change.nested:
+        how += " (only in " + ", ".join(change.nested) + ")"
+    target = Target.function(change.path, change.qualname)
+    link = Link(target, (Step(change.path, change.qualname, how),), observed_as=change.nested)
+    if not recording_saw(index.observed, link):
+        return None
+    step = Step(subsystem, "", "changed inside the package (summarized as one node)")
+    return Outcome(
+        links=[link],
+        kind="library",
+        unrecorded_blind=f"{label}: inside {subsystem}, linked only by the recording",
+        canary_aim=[Link(Target("subsystem", subsystem), (step,))],
+    )
+
+
 def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
     """Library code that `import torch` runs: a module-level assignment or a class header
     of a module it imports, or a function their load-time code calls (module-level
@@ -189,7 +236,7 @@ class SymbolLinks:
             return Outcome(no_effect=f"{label}: {quiet}")
         subsystem = subsystem_of(change.path)
         if subsystem is not None:
-            return subsystem_outcome(subsystem, label, index)
+            return _in_subsystem(change, label, subsystem, index)
         outcome = self._reach(change, label, index)
         if not outcome.no_effect and _runs_at_import(change, index):
             outcome.load_time = f"{label}: runs while `import torch` runs, before every test"

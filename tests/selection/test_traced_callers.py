@@ -91,6 +91,16 @@ def sample_inputs_mul(op_info, device, dtype):
         yield SampleInput(torch.ones(size, device=device, dtype=dtype), args=(3,))
 """
 
+FAKE_IMPLS = "torch/_subclasses/fake_impls.py"  # inside a package summarized as one node
+FAKE_IMPLS_TEXT = """
+def _fake_abs(fake_mode, func, x):
+    return x.new_empty(x.shape)
+
+
+def _fake_index(fake_mode, func, x, indices):
+    return x.new_empty(x.shape)
+"""
+
 SMOOTH_ENTRY = """    UnaryUfuncInfo("nn.functional.smooth", sample_inputs_func=sample_inputs_unary),
 ]"""
 
@@ -109,6 +119,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     start, end = old.index("def sample_inputs_mul("), old.index("def sample_inputs_unary(")
     repo.write(DB, old[:start] + SAMPLE_PARAMS.lstrip("\n") + "\n\n" + old[end:])
     repo.edit(DB, "\n]\n\nunary_ufuncs", "\n" + SMOOTH_ENTRY + "\n\nunary_ufuncs")
+    repo.write(FAKE_IMPLS, FAKE_IMPLS_TEXT)
     add_compiled_template(repo)
     repo.base = repo.commit(
         "a C binding, its decomposition, an entry calling it, a traced template"
@@ -300,3 +311,47 @@ def test_a_removed_function_the_recording_saw_run_reaches_the_pairs_that_ran_it(
     state = select_head(upstream, manifest, head, tmp_path / "map", deps=deps)
     assert ("abs", "float32") in linked_ops(state)
     assert ("abs", "float16") not in linked_ops(state)
+
+
+def _pairs_of(state: PipelineState) -> set[tuple[str, str, str]]:
+    return {(i.database, i.op, i.dtype) for i in state.reused if i.op is not None and i.dtype}
+
+
+def test_a_function_inside_a_summarized_package_reaches_the_pairs_the_recording_saw_run_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """A FakeTensor implementation is code of a package summarized as one node: without a
+    recording, a canary aimed at the package's reach (which may well skip the op it
+    implements); with one, the pairs that ran it."""
+    head = upstream.change(
+        FAKE_IMPLS,
+        "return x.new_empty(x.shape)\n\n\ndef _fake_index",
+        "return x.new_empty(x.shape[1:])\n\n\ndef _fake_index",
+    )
+    state = select_head(upstream, manifest, head, tmp_path / "static")
+    assert not linked_ops(state)
+    ran = ("opinfo", "abs", "float32")
+    functions = {p: [f"{FAKE_IMPLS}::_fake_abs"] if p == ran else [] for p in _pairs_of(state)}
+    deps = str(recorded_map(tmp_path, functions))
+    state = select_head(upstream, manifest, head, tmp_path / "map", deps=deps)
+    assert linked_ops(state) == {("abs", "float32")}
+
+
+def test_what_the_recording_shows_running_nearly_everywhere_is_machinery(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Reached through the recording by more than half of the reused instances: a canary
+    aimed at them, as a change the static links find that broad."""
+    head = upstream.change(
+        FAKE_IMPLS,
+        "indices):\n    return x.new_empty(x.shape)",
+        "indices):\n    return x.new_empty(x.shape[1:])",
+    )
+    state = select_head(upstream, manifest, head, tmp_path / "static")
+    pairs = _pairs_of(state)
+    functions = {p: [f"{FAKE_IMPLS}::_fake_index"] for p in pairs}
+    deps = str(recorded_map(tmp_path, functions))
+    state = select_head(upstream, manifest, head, tmp_path / "map", deps=deps)
+    assert state.mapped is not None
+    assert not linked_ops(state)
+    assert any("_fake_index modified: reaches" in c.summary for c in state.mapped.canary_causes)

@@ -41,12 +41,16 @@ NEARLY_ALL = 0.5  # a change reaching more than half of the instances is machine
 
 @dataclass
 class Canary:
-    """A stratified canary: one instance per (file, class, template, dtype) stratum and per
-    (op, dtype) pair of the reused instances within `aim` (every reused instance when `aim` is None), for every
-    change in `causes` (changes aiming at the same tests share one canary)."""
+    """A stratified canary: one instance per (file, class, template, dtype) stratum of the
+    reused instances within `aim` (every reused instance when `aim` is None), for every change
+    in `causes` (changes aiming at the same tests share one canary). `per_op`: one per (op,
+    dtype) pair too, for machinery (unaimed, or reaching more than half of the instances):
+    what builds per-op state (a registration helper, a decomposition table) can break any op,
+    so every op runs once per dtype."""
 
     causes: list[Cause]
     aim: frozenset[str] | None = None
+    per_op: bool = False
 
     @property
     def cause(self) -> Cause:
@@ -196,7 +200,8 @@ class Mapper:
             summary = outcome.canary or (
                 f"{detect.summary}: reaches {resolution.count} of the {self.total} reused instances"
             )
-            self._canary(Cause("map", "canary", summary), resolution)
+            # past half of the instances it is machinery (an aimed canary is not)
+            self._canary(Cause("map", "canary", summary), resolution, per_op=not outcome.canary)
             return
         self.result.observed_instances += resolution.observed
         if not resolution:  # every static link was a recorded pair that ran none of it
@@ -248,9 +253,10 @@ class Mapper:
                 return  # the module reaches no reused instance at all
         self._canary(Cause("map", "canary", blind), aim)
 
-    def _canary(self, cause: Cause, resolution: Resolution | None) -> None:
+    def _canary(self, cause: Cause, resolution: Resolution | None, per_op: bool = False) -> None:
         """Changes aiming at the same tests share one canary: keyed by the roots reached
-        (and the instances named directly), its set of ids built once."""
+        (and the instances named directly), its set of ids built once. `per_op` (an unaimed
+        canary always is): see Canary."""
         key = (
             None
             if resolution is None
@@ -266,6 +272,7 @@ class Mapper:
             aim = None if resolution is None else resolution.node_ids(self.index)
             canary = self._canaries[key] = Canary([], aim)
             self.result.canaries.append(canary)
+        canary.per_op |= per_op or resolution is None
         canary.causes.append(cause)
 
     def _hit_once(

@@ -4,8 +4,8 @@ Per candidate the manifests decide (files, classes, templates, ops, dtypes, mode
 candidate they skip or never generate is dropped with the manifest's reason; xfail stays
 (the change may have fixed it). A template upstream restricts to another device
 (`@onlyCUDA`) drops out too. Canary causes from map are resolved here, over the reused
-instances, so every (class, template, dtype) stratum and every (op, dtype) pair the backend
-runs gets one instance.
+instances, so every (class, template, dtype) stratum the backend runs gets one instance (and,
+for machinery, every (op, dtype) pair).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class ScopeStage:
         added = 0
         for canary in canaries:
             pool = [i for i in reused if canary.aim is None or i.node_id in canary.aim]
-            added += self._stratified(state, canary.cause, pool, kept)
+            added += self._stratified(state, canary.cause, pool, kept, canary.per_op)
         return added
 
     def _stratified(
@@ -134,11 +134,12 @@ class ScopeStage:
         cause: Cause,
         pool: list[TestInstance],
         kept: dict[str, Candidate],
+        per_op: bool,
     ) -> int:
         backend = state.request.backend
         root = Cause("detect", "machinery", cause.summary)
         added = 0
-        for stratum, members, name in _strata(pool):
+        for stratum, members, name in _strata(pool, per_op):
             if any(m.node_id in kept for m in members):
                 continue
             chosen = min(members, key=lambda m: _spread(m, stratum))
@@ -157,17 +158,18 @@ class ScopeStage:
 Stratum = tuple[str, ...]
 
 
-def _strata(pool: list[TestInstance]) -> list[tuple[Stratum, list[TestInstance], str]]:
+def _strata(
+    pool: list[TestInstance], per_op: bool
+) -> list[tuple[Stratum, list[TestInstance], str]]:
     """The canary's strata, each with its members and its name: every (file, class,
-    template, dtype) of the pool, so each template runs once per dtype, then every (op,
-    dtype) pair, so each op runs once per dtype too (machinery such as a registration
-    helper builds per-op state: a decomposition table, a meta kernel)."""
+    template, dtype) of the pool, so each template runs once per dtype, then (`per_op`, for
+    machinery) every (op, dtype) pair, so each op runs once per dtype too."""
     templates: dict[Stratum, list[TestInstance]] = {}
     pairs: dict[Stratum, list[TestInstance]] = {}
     for inst in pool:
         dtype = inst.dtype or ""
         templates.setdefault((inst.file, inst.test_class, inst.template, dtype), []).append(inst)
-        if inst.op is not None and inst.dtype is not None:
+        if per_op and inst.op is not None and inst.dtype is not None:
             pairs.setdefault((inst.database, inst.op, inst.dtype), []).append(inst)
     found = [
         (s, members, f"{s[1]}.{s[2]} [{s[3] or 'no dtype'}]")

@@ -186,12 +186,14 @@ class Mapper:
                 return
         if outcome.unrecorded_blind and self._unrecorded_reused():
             self._unrecorded_canary(outcome)
+        elif outcome.beside:
+            self._aimed_canary(outcome.beside, outcome.canary_aim)
         if not outcome.links:
             self._canary(Cause("map", "canary", outcome.canary), None)
             return
         limit = -1 if outcome.canary else int(NEARLY_ALL * self.total)
         resolution = resolve(outcome.links, self.index, limit, self.reused)
-        if not (resolution or resolution.count):
+        if not (resolution.listed or resolution.count):
             self.result.no_effect.append(
                 f"{outcome.canary or detect.summary}: no reused instance reaches it"
             )
@@ -204,7 +206,7 @@ class Mapper:
             self._canary(Cause("map", "canary", summary), resolution, per_op=not outcome.canary)
             return
         self.result.observed_instances += resolution.observed
-        if not resolution:  # every static link was a recorded pair that ran none of it
+        if not resolution.listed:  # every static link was a recorded pair that ran none of it
             self.result.no_effect.append(
                 f"{detect.summary}: linked statically, but no recorded (op, dtype) pair ran it "
                 f"({resolution.count} instances ruled out by the recording)"
@@ -220,7 +222,9 @@ class Mapper:
                 continue  # every instance of the pair names enough changes already
             full = True
             for inst in instances:
-                if inst.node_id not in resolution.reached:
+                if inst.node_id in resolution.reached:  # hit above, through another link
+                    full &= self._names_enough(inst)
+                else:
                     full &= self._hit_once(inst, detect, link, outcome.kind, causes)
             if full:
                 self._full.add(id(instances))  # the lists are the index's, shared
@@ -246,12 +250,16 @@ class Mapper:
         blind spot's is), beside what the recording reaches."""
         blind = f"{outcome.unrecorded_blind} (what the recording does not cover is not linked)"
         self.result.blind_spots.append(blind)
+        self._aimed_canary(blind, outcome.canary_aim)
+
+    def _aimed_canary(self, summary: str, aim_links: list[Link]) -> None:
+        """A canary aimed at what `aim_links` reach (every reused test without any)."""
         aim = None
-        if outcome.canary_aim:
-            aim = resolve(outcome.canary_aim, self.index, -1, self.reused)
+        if aim_links:
+            aim = resolve(aim_links, self.index, -1, self.reused)
             if not aim.count:
-                return  # the module reaches no reused instance at all
-        self._canary(Cause("map", "canary", blind), aim)
+                return  # it reaches no reused instance at all
+        self._canary(Cause("map", "canary", summary), aim)
 
     def _canary(self, cause: Cause, resolution: Resolution | None, per_op: bool = False) -> None:
         """Changes aiming at the same tests share one canary: keyed by the roots reached
@@ -286,8 +294,12 @@ class Mapper:
             if how is None:
                 how = causes[id(link)] = map_cause(kind, link)
             self._hit(inst, detect, how)
-            candidate = self.result.candidates[inst.node_id]
-        return len(candidate.causes) >= MAX_CAUSES * 2
+        return self._names_enough(inst)
+
+    def _names_enough(self, inst: TestInstance) -> bool:
+        """Does the instance's candidate name MAX_CAUSES changes already?"""
+        candidate = self.result.candidates.get(inst.node_id)
+        return candidate is not None and len(candidate.causes) >= MAX_CAUSES * 2
 
     def _hit(self, inst: TestInstance, detect: Cause, how: Cause) -> None:
         candidate = self.result.candidates.get(inst.node_id)

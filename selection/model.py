@@ -46,6 +46,9 @@ class SymbolChange:
     # An edit confined to functions defined inside this one (`f.<locals>.g`, as the recorder
     # names them: selection.python.nested); empty when the function's own code changed.
     nested: tuple[str, ...] = ()
+    # The edit changes what runs when the definition itself runs (a function's decorators or
+    # default values: at import, for a top-level function or a method of a top-level class).
+    definition: bool = False
 
 
 @dataclass(frozen=True)

@@ -71,32 +71,43 @@ def _field_value(node: ast.AST, name: str) -> object:
     return value
 
 
-def _feed(node: object, out: list[str]) -> None:
+def _feed(node: object, out: list[str], in_function: bool = False) -> None:
     """Serialize an AST like ast.dump (no positions), leaving out what does not change
-    behaviour: docstrings, annotations (an annotated assignment is an assignment), the text
-    given to `add_docstr`. Does not copy or mutate the tree."""
+    behaviour: docstrings, annotations (an annotated assignment in a function is an
+    assignment: `_is_plain`), the text given to `add_docstr`. Does not copy or
+    mutate the tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:
-            _feed(item, out)
+            _feed(item, out, in_function)
             out.append(",")
         out.append("]")
         return
     if not isinstance(node, ast.AST):
         out.append(repr(node))
         return
-    if isinstance(node, ast.AnnAssign) and node.value is not None:
-        # `x: T = v` is `x = v` once its annotation is left out (a bare `x: T` is not: in a
-        # function it makes `x` local)
+    if isinstance(node, ast.AnnAssign) and node.value and _is_plain(node, in_function):
         node = ast.Assign(targets=[node.target], value=node.value, type_comment=None)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        in_function = True
+    elif isinstance(node, ast.ClassDef):
+        in_function = False
     out.append(type(node).__name__)
     out.append("(")
     for name in node._fields:
         out.append(name)
         out.append("=")
-        _feed(_field_value(node, name), out)
+        _feed(_field_value(node, name), out, in_function)
         out.append(",")
     out.append(")")
+
+
+def _is_plain(node: ast.AnnAssign, in_function: bool) -> bool:
+    """`x: T = v` that is `x = v` once its annotation is left out: in a function (where an
+    annotation is never evaluated), or to an attribute or an item anywhere. Not a name's in
+    a class or module body (a dataclass or NamedTuple field is not a class attribute), nor a
+    bare `x: T` (in a function it makes `x` local)."""
+    return node.value is not None and (in_function or not isinstance(node.target, ast.Name))
 
 
 def normalized_fingerprint(nodes: list[ast.AST]) -> str:

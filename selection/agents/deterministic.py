@@ -38,7 +38,8 @@ class DeterministicAgent:
             return Verdict(
                 "run",
                 "canary: the change cannot be narrowed to ops (shared machinery, module-level "
-                "code, a blind spot): one instance per class, template and dtype it could reach",
+                "code, a blind spot): one instance per class, template and dtype it could reach "
+                "(for machinery, per op and dtype too)",
                 0.6,
                 priority,
                 self.name,

@@ -102,6 +102,9 @@ class Outcome:
     - `unrecorded_blind`: linked only by the recording, so a blind spot and a canary (aimed
       at what `canary_aim` reaches) for the reused instances the recording does not cover
       (pairs without a recording, templates without an (op, dtype)), when there are any.
+    - `beside`: a canary aimed at what `canary_aim` reaches, beside what the links reach,
+      whatever the recording covers (code it never runs, such as a template's body, calls
+      into what changed: a subsystem).
     - `load_time`: the changed code also runs while `import torch` runs
       (selection.links.startup), before every test: the stratified canary over every reused
       test, beside what the links reach.
@@ -114,6 +117,7 @@ class Outcome:
     kind: str = ""  # the map cause's kind: template, entry, call, native, derivative, ...
     unrecorded_blind: str = ""
     canary_aim: list[Link] = field(default_factory=list)
+    beside: str = ""
     load_time: str = ""
 
     @property

@@ -6,12 +6,14 @@ costs nothing."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from selection.device import DeviceFacts
+    from selection.links.base import Target
     from selection.links.explore import Explorer
     from selection.links.graph import LinkGraph
     from selection.model import TestInstance
@@ -77,6 +79,26 @@ class LinkIndex:
         """Does an instance trace its op (so that Python decompositions and meta kernels
         run)? `tracing_rule`, built once."""
         return tracing_rule(self.universe, self.facts)
+
+    def functions_reached(
+        self, start: Iterable[Target], keep: Callable[[Target], bool] = lambda _t: True
+    ) -> set[Target]:
+        """The functions `start` reaches over the graph's uses (the used functions `keep`
+        accepts), a class's methods included: constructing it runs them."""
+        graph, explorer = self.graph, self.explorer
+        seen: set[Target] = set()
+        queue = deque(start)
+        while queue:
+            node = queue.popleft()
+            if node in seen:
+                continue
+            seen.add(node)
+            for edge in graph.uses.get(node, ()):
+                if edge.used.kind == "function" and keep(edge.used) and edge.used not in seen:
+                    queue.append(edge.used)
+            if "." not in node.name:  # a class: its methods (its bases' too) run too
+                queue.extend(explorer.methods_of(node))
+        return seen
 
     def by_pair(self) -> dict[Pair, list[TestInstance]]:
         """Instances by (database, op full name, dtype): how the observed map names them."""

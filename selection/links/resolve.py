@@ -49,8 +49,10 @@ class Resolution:
     # (listed apart from `reached`: a release upgrade resolves millions of them)
     by_pair: list[tuple[Link, list[TestInstance]]] = field(default_factory=list)
 
-    def __bool__(self) -> bool:
-        """Does it reach any instance?"""
+    @property
+    def listed(self) -> bool:
+        """Are the instances it reaches listed (`reached`, `by_pair`)? A broad answer lists
+        none: its `count` says how many it reaches."""
         return bool(self.reached or self.by_pair)
 
     def items(self) -> Iterator[tuple[TestInstance, Link]]:
@@ -65,13 +67,7 @@ class Resolution:
         if not self.broad:
             return frozenset(inst.node_id for inst, _ in self.items())
         if self.observed_runs:
-            runs = {
-                i.node_id
-                for pairs, traced_only in self.observed_runs
-                for pair in pairs
-                for i in pair_instances(pair, traced_only, index)
-            }
-            return frozenset(runs.union(self.reached))
+            return frozenset(_run_ids(self.observed_runs, index).union(self.reached))
         ids = frozenset(i.node_id for i in _instances_of(self.bits, index))
         return ids | frozenset(self.reached) if self.reached else ids
 
@@ -144,8 +140,8 @@ def resolve(
     limit: int | None = None,
     within: frozenset[str] | None = None,
 ) -> Resolution:
-    """`limit`: past this many statically reached instances (of those in `within`, when
-    given), answer `broad` (no evidence)."""
+    """`limit`: past this many instances reached (of those in `within`, when given),
+    statically or, where the recording decides, through it, answer `broad` (no evidence)."""
     result = Resolution()
     direct = [link for link in links if link.target.kind == "instances"]
     through_graph = [link for link in links if link.target.kind != "instances"]
@@ -210,12 +206,17 @@ def _with_observed(
     runs = ((frozenset(eager), traced), (frozenset(compiled), True))
     if limit is not None and limit >= 0:
         static = result.reached.keys() & within if within is not None else result.reached
-        count = len(static) + sum(
+        # an upper bound first (pairs counted apart; a template's instances may be counted
+        # twice, and pairs may be both eager and compiled): the exact set only when past it
+        bound = len(static) + sum(
             sum(map(_pair_counts(only, index, within).__getitem__, pairs)) for pairs, only in runs
         )
-        if count > limit:
-            result.broad, result.count, result.observed_runs = True, count, runs
-            return
+        if bound > limit:
+            ids = _run_ids(runs, index).union(result.reached)
+            count = len(ids & within if within is not None else ids)
+            if count > limit:
+                result.broad, result.count, result.observed_runs = True, count, runs
+                return
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
     targets: dict[Pair, Target] = index.memo("resolve.pair_targets", dict)
     done: set[Pair] = set()
@@ -231,6 +232,16 @@ def _with_observed(
             target = targets.get(pair) or targets.setdefault(pair, inst_target(instances[0]))
             found.append((Link(target, evidence, "observed"), instances))
             result.observed += len(instances)
+
+
+def _run_ids(runs: tuple[tuple[frozenset[Pair], bool], ...], index: LinkIndex) -> set[str]:
+    """The ids of the instances of recorded pairs' runs ((pairs, traced only), ...)."""
+    return {
+        i.node_id
+        for pairs, traced_only in runs
+        for pair in pairs
+        for i in pair_instances(pair, traced_only, index)
+    }
 
 
 def pair_instances(pair: Pair, traced_only: bool, index: LinkIndex) -> list[TestInstance]:

@@ -74,21 +74,6 @@ def load_time_functions(index: LinkIndex) -> frozenset[Target]:
                 for target in explorer.resolver.resolve(summary, MODULE_SYMBOL, use.chain):
                     if target.kind == "function":
                         seeds.append(target)
-        return frozenset(_called_from(index, seeds))
+        return frozenset(index.functions_reached(seeds))
 
     return index.memo("startup.load_time_functions", build)
-
-
-def _called_from(index: LinkIndex, seeds: list[Target]) -> set[Target]:
-    graph = index.graph
-    seen: set[Target] = set()
-    queue = deque(seeds)
-    while queue:
-        node = queue.popleft()
-        if node in seen:
-            continue
-        seen.add(node)
-        for edge in graph.uses.get(node, ()):
-            if edge.used.kind == "function" and edge.used not in seen:
-                queue.append(edge.used)
-    return seen

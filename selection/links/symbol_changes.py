@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import ast
-from collections import deque
 
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
@@ -31,6 +30,7 @@ from selection.links.resolve import recording_saw
 from selection.links.startup import load_time_functions, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
+from selection.observed import NESTED
 from selection.pyast import MODULE_SYMBOL
 from selection.templates import TestModule
 from selection.upstream import INTERNAL, is_database_file
@@ -65,21 +65,11 @@ def machinery(index: LinkIndex) -> set[Target]:
     """Symbols of the machinery files reachable from the machinery roots."""
 
     def build() -> set[Target]:
-        graph = index.graph
         start = [Target.function(p, n) for p in MACHINERY_FILES for n in MACHINERY_ROOTS]
-        seen: set[Target] = set()
-        queue = deque(t for t in start if t in graph or _defined(index, t))
-        while queue:
-            node = queue.popleft()
-            if node in seen:
-                continue
-            seen.add(node)
-            for edge in graph.uses.get(node, ()):
-                if edge.used.kind == "function" and edge.used.path in MACHINERY_FILES:
-                    queue.append(edge.used)
-            if "." not in node.name:  # a class: its methods run too
-                queue.extend(index.explorer.methods_of(node))
-        return seen
+        return index.functions_reached(
+            (t for t in start if t in index.graph or _defined(index, t)),
+            lambda t: t.path in MACHINERY_FILES,
+        )
 
     return index.memo("symbol_changes.machinery", build)
 
@@ -111,34 +101,54 @@ def _recorded_in_subsystem(
     ran it, the package's canary kept for what the recording does not cover. None when the
     recording cannot tell (none, module-level code, a function it never saw run: code run
     at import, or only by ops it did not record)."""
-    if index.observed is None or change.qualname == MODULE_SYMBOL:
-        return None
-    if change.kind == ChangeKind.added:
-        return None
-    how = f"{change.kind} (inside {subsystem})"
-    if change.nested:
-        how += " (only in " + ", ".join(change.nested) + ")"
-    target = Target.function(change.path, change.qualname)
-    link = Link(target, (Step(change.path, change.qualname, how),), observed_as=change.nested)
-    if not recording_saw(index.observed, link):
+    if change.qualname == MODULE_SYMBOL or change.kind == ChangeKind.added:
         return None
     step = Step(subsystem, "", "changed inside the package (summarized as one node)")
-    return Outcome(
-        links=[link],
-        kind="library",
-        unrecorded_blind=f"{label}: inside {subsystem}, linked only by the recording",
-        canary_aim=[Link(Target("subsystem", subsystem), (step,))],
+    aim = [Link(Target("subsystem", subsystem), (step,))]
+    blind = f"{label}: inside {subsystem}, linked only by the recording"
+    outcome = _recorded(
+        index, _changed_link(change, f" (inside {subsystem})"), "library", blind, aim
     )
+    if outcome is not None:
+        # templates' own bodies call into the package beyond what the recording runs
+        # (FakeTensorMode, torch.compile on their own inputs): its canary stays
+        outcome.beside = f"{label}: inside {subsystem}, reached as a whole"
+    return outcome
+
+
+def _changed_link(change: SymbolChange, where: str = "") -> Link:
+    """The changed function itself, with how it changed (and where its edit is confined to
+    nested functions, those: the recording answers for them)."""
+    how = f"{change.kind}{where}"
+    if change.nested:
+        how += " (only in " + ", ".join(change.nested) + ")"
+    step = Step(change.path, change.qualname, how)
+    target = Target.function(change.path, change.qualname)
+    return Link(target, (step,), observed_as=change.nested)
+
+
+def _recorded(
+    index: LinkIndex, link: Link, kind: str, blind: str, aim: list[Link]
+) -> Outcome | None:
+    """A link only the recording makes: the pairs it saw run the changed code, and for what
+    it does not record (pairs without a recording, templates' own code) the blind spot and
+    its canary aimed at `aim`. None when the recording never saw it run (or there is none)."""
+    if index.observed is None or not recording_saw(index.observed, link):
+        return None
+    return Outcome(links=[link], kind=kind, unrecorded_blind=blind, canary_aim=aim)
 
 
 def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
-    """Library code that `import torch` runs: a module-level assignment or a class header
-    of a module it imports, or a function their load-time code calls (module-level
-    statements are handled as such)."""
-    if change.qualname == MODULE_SYMBOL or change.kind == ChangeKind.added:
+    """Code of a module `import torch` imports that runs then: a module-level assignment, a
+    class header, a function's decorators or defaults, or a function that load-time code
+    calls (module-level statements are handled as such; an added or removed symbol's
+    module-level users changed too)."""
+    if change.qualname == MODULE_SYMBOL or change.kind != ChangeKind.modified:
         return False
-    if is_test_path(change.path) or change.path not in startup_modules(index):
+    if change.path not in startup_modules(index):
         return False
+    if change.definition and NESTED not in change.qualname:
+        return True
     summary = index.explorer.summary(change.path)
     if summary is not None and summary.kinds.get(change.qualname) in LOAD_TIME_KINDS:
         return True
@@ -238,7 +248,9 @@ class SymbolLinks:
         if subsystem is not None:
             return _in_subsystem(change, label, subsystem, index)
         outcome = self._reach(change, label, index)
-        if not outcome.no_effect and _runs_at_import(change, index):
+        if _runs_at_import(change, index):
+            if outcome.no_effect:  # nothing reaches it at run time, but the import runs it
+                outcome = Outcome(kind="canary")
             outcome.load_time = f"{label}: runs while `import torch` runs, before every test"
         return outcome
 
@@ -265,19 +277,15 @@ class SymbolLinks:
             return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
         if change.qualname == MODULE_SYMBOL:
             return self._module_level(change, label, index, test_code)
-        how = f"{change.kind}"
-        if change.nested:
-            how += " (only in " + ", ".join(change.nested) + ")"
-        link = Link(target, (Step(change.path, change.qualname, how),), observed_as=change.nested)
+        link = _changed_link(change)
         if target in index.graph:
             return Outcome(links=[link], kind=kind)
-        if index.observed is not None and recording_saw(index.observed, link):
-            # no static link (a kernel called from C++, a helper reached through a dynamic
-            # lookup): the recording decides for the pairs it has; what it does not record
-            # (pairs without a recording, templates' own code) gets the canary
-            blind = f"{label}: linked to no reused test statically, only by the recording"
-            aim = module_reach(index, change.path)
-            return Outcome(links=[link], kind=kind, unrecorded_blind=blind, canary_aim=aim)
+        # no static link (a kernel called from C++, a helper reached through a dynamic
+        # lookup): the recording decides for the pairs it has
+        blind = f"{label}: linked to no reused test statically, only by the recording"
+        recorded = _recorded(index, link, kind, blind, module_reach(index, change.path))
+        if recorded is not None:
+            return recorded
         device_users = index.graph.device_users.get(target)
         if device_users:
             first = device_users[0]
@@ -310,19 +318,14 @@ class SymbolLinks:
                 links=[Link(Target.aten(op), (step,)) for op in change.registers],
                 kind="library",
             )
-        target = Target.function(change.path, change.qualname)
-        link = Link(target, (Step(change.path, change.qualname, "removed"),))
-        if index.observed is not None and recording_saw(index.observed, link):
-            # what ran it now runs something else (an inherited method, a fallback) or fails,
-            # whether or not its callers changed: a method call names no definition
-            blind = f"{label}: removed, and recorded pairs ran it"
-            kind = "helper" if is_test_path(change.path) else "library"
-            return Outcome(
-                links=[link],
-                kind=kind,
-                unrecorded_blind=blind,
-                canary_aim=module_reach(index, change.path),
-            )
+        # what ran it now runs something else (an inherited method, a fallback) or fails,
+        # whether or not its callers changed: a method call names no definition
+        kind = "helper" if is_test_path(change.path) else "library"
+        blind = f"{label}: removed, and recorded pairs ran it"
+        aim = module_reach(index, change.path)
+        recorded = _recorded(index, _changed_link(change), kind, blind, aim)
+        if recorded is not None:
+            return recorded
         seen = ", and no recorded pair ran it" if index.observed is not None else ""
         return Outcome(
             no_effect=f"{label}: removed (its former users changed too, and are mapped){seen}"

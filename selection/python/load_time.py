@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from selection.pyast import normalized_fingerprint
+
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -82,3 +84,20 @@ def _definition_parts(
                 yield stmt
         return
     yield from (d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None)
+
+
+def definition_changed(old: list[ast.AST], new: list[ast.AST]) -> bool:
+    """Do a function's decorators or default values differ (what runs where it is defined),
+    by behaviour? False for anything but one function on each side."""
+    if len(old) != 1 or len(new) != 1:
+        return False
+    before, after = old[0], new[0]
+    if not isinstance(before, FUNCTION_DEFS) or not isinstance(after, FUNCTION_DEFS):
+        return False
+    return normalized_fingerprint(_definition_time(before)) != normalized_fingerprint(
+        _definition_time(after)
+    )
+
+
+def _definition_time(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    return [ast.Expr(e) for e in _definition_parts(node) if isinstance(e, ast.expr)]

@@ -53,3 +53,15 @@ def test_a_bare_annotation_or_a_changed_value_is_a_change() -> None:
         "def f():\n    x: int\n    return x\n"
     )
     assert fingerprint("def f():\n    n: int = 1\n") != fingerprint("def f():\n    n: int = 2\n")
+
+
+def test_an_annotation_in_a_class_or_module_body_is_kept() -> None:
+    """In a dataclass (an OpInfo) `x: int = 1` is a field and `x = 1` a class attribute:
+    removing the annotation changes every constructor call."""
+    assert fingerprint("@dataclass\nclass C:\n    x: int = 1\n") != fingerprint(
+        "@dataclass\nclass C:\n    x = 1\n"
+    )
+    assert fingerprint("x: int = 1\n") != fingerprint("x = 1\n")
+    assert fingerprint("class C:\n    def f(self):\n        self.a: int = 1\n") == fingerprint(
+        "class C:\n    def f(self):\n        self.a = 1\n"
+    )

@@ -12,10 +12,12 @@ ops the canaries had not picked):
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from selection import model
 from selection.python.load_time import imported_modules, load_time_nodes
 from selection.state import PipelineState
 from tests.support.observed_runs import linked_ops, manifest_file, select_head
@@ -55,6 +57,10 @@ def register_meta(op):
 @register_meta("aten.abs")
 def meta_abs(x):
     return x
+
+
+class MetaTable:
+    kind = 1
 
 
 def activate_meta():
@@ -99,8 +105,19 @@ def _import_causes(state: PipelineState) -> set[str]:
     }
 
 
-def _pairs(instances: object) -> set[tuple[str | None, str | None]]:
-    return {(i.op, i.dtype) for i in instances if i.op is not None}  # type: ignore[attr-defined]
+def _pairs(instances: Iterable[model.TestInstance]) -> set[tuple[str | None, str | None]]:
+    return {(i.op, i.dtype) for i in instances if i.op is not None}
+
+
+def _every_pair_runs(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str, cause: str
+) -> PipelineState:
+    """Select the edit of META; its cause names `cause`, and every reused (op, dtype) pair
+    has a selected test."""
+    state = select_head(upstream, manifest, upstream.change(META, old, new), tmp_path)
+    assert any(cause in c for c in _import_causes(state)), _import_causes(state)
+    assert _pairs(state.reused) <= _pairs(c.instance for c in state.candidates.values())
+    return state
 
 
 def test_load_time_code_is_module_statements_decorators_and_defaults_not_bodies() -> None:
@@ -127,34 +144,40 @@ def test_load_time_code_is_module_statements_decorators_and_defaults_not_bodies(
 def test_a_function_import_torch_calls_reaches_every_pair_through_the_canary(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    head = upstream.change(
-        META, "_registered[op] = fn\n\n\nactivate", "_registered[op] = None\n\n\nactivate"
-    )
-    state = select_head(upstream, manifest, head, tmp_path)
-    assert any(
-        "activate_meta modified: runs while `import torch` runs" in c for c in _import_causes(state)
-    )
-    selected = [c.instance for c in state.candidates.values()]
-    assert _pairs(state.reused) <= _pairs(selected)
+    old, new = "_registered[op] = fn\n\n\nactivate", "_registered[op] = None\n\n\nactivate"
+    cause = "activate_meta modified: runs while `import torch` runs"
+    _every_pair_runs(upstream, manifest, tmp_path, old, new, cause)
 
 
 def test_module_statements_of_a_startup_module_reach_every_pair(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    head = upstream.change(META, "\nactivate_meta()\n", "\nactivate_meta()\nactivate_meta()\n")
-    state = select_head(upstream, manifest, head, tmp_path)
-    causes = _import_causes(state)
-    assert any("module-level statements run by `import torch`" in c for c in causes)
-    assert _pairs(state.reused) <= _pairs(c.instance for c in state.candidates.values())
+    old, new = "\nactivate_meta()\n", "\nactivate_meta()\nactivate_meta()\n"
+    cause = "module-level statements run by `import torch`"
+    _every_pair_runs(upstream, manifest, tmp_path, old, new, cause)
 
 
-def test_a_module_level_assignment_of_a_startup_module_runs_at_import(
+def test_a_module_level_assignment_or_class_header_of_a_startup_module_runs_at_import(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    head = upstream.change(META, "_registered = {}", "_registered = {'aten.neg': None}")
-    state = select_head(upstream, manifest, head, tmp_path)
-    causes = _import_causes(state)
-    assert any("_registered modified: runs while `import torch` runs" in c for c in causes)
+    old, new = "_registered = {}", "_registered = {'aten.neg': None}"
+    cause = "_registered modified: runs while `import torch` runs"
+    _every_pair_runs(upstream, manifest, tmp_path / "assign", old, new, cause)
+    old, new = "class MetaTable:\n    kind = 1", "class MetaTable:\n    kind = 2"
+    cause = "MetaTable modified: runs while `import torch` runs"
+    _every_pair_runs(upstream, manifest, tmp_path / "class", old, new, cause)
+
+
+def test_a_decorator_runs_at_import_and_a_registered_kernels_body_does_not(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    old, new = '@register_meta("aten.abs")', '@register_meta("aten.neg")'
+    cause = "meta_abs modified: runs while `import torch` runs"
+    _every_pair_runs(upstream, manifest, tmp_path / "decorator", old, new, cause)
+    head = upstream.change(
+        META, "def meta_abs(x):\n    return x", "def meta_abs(x):\n    return -x"
+    )
+    assert not _import_causes(select_head(upstream, manifest, head, tmp_path / "body"))
 
 
 def test_a_module_imported_only_lazily_is_not_run_by_import_torch(
@@ -164,3 +187,6 @@ def test_a_module_imported_only_lazily_is_not_run_by_import_torch(
     state = select_head(upstream, manifest, head, tmp_path)
     assert not _import_causes(state)
     assert not linked_ops(state)
+    # what nothing reaches stays a blind spot with its canary, named as such
+    assert any("_build modified: linked to no reused test" in b for b in state.blind_spots)
+    assert state.mapped is not None and state.mapped.canary_causes

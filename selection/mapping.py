@@ -217,10 +217,10 @@ class Mapper:
         causes: dict[int, Cause] = {}
         for inst, link in resolution.reached.values():
             self._hit_once(inst, detect, link, outcome.kind, causes)
-        for link, instances in resolution.by_pair:
+        for target, path, instances in resolution.by_pair:
             if id(instances) in self._full:
                 continue  # every instance of the pair names enough changes already
-            full = True
+            full, link = True, resolution.pair_link(target, path)
             for inst in instances:
                 if inst.node_id in resolution.reached:  # hit above, through another link
                     full &= self._names_enough(inst)
@@ -272,7 +272,7 @@ class Mapper:
                 resolution.bits,
                 tuple(sorted(resolution.reached)),
                 resolution.observed_runs,
-                tuple(id(instances) for _, instances in resolution.by_pair),
+                tuple(id(instances) for _, _, instances in resolution.by_pair),
             )
         )
         canary = self._canaries.get(key)

@@ -127,9 +127,16 @@ class ObservedMap:
         """Every pair (already added) that ran one name (`kind`: one of NAME_LISTS), in one
         go: a recording is millions of uses, and OR-ing one bit at a time into a bitset of
         thousands copies it each time."""
+        self.add_runs_at(kind, name, [self._index[pair] for pair in pairs])
+
+    def index_of(self, pair: Pair) -> int:
+        """The index of a pair already added (the order pairs were first added in)."""
+        return self._index[pair]
+
+    def add_runs_at(self, kind: str, name: str, indices: list[int]) -> None:
+        """`add_runs` with the pairs given by their `index_of`."""
         bitmap = bytearray((len(self._pairs) + 7) // 8)
-        for pair in pairs:
-            index = self._index[pair]
+        for index in indices:
             bitmap[index >> 3] |= 1 << (index & 7)
         self._nested.clear()
         table = self._uses[kind]

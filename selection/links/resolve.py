@@ -45,9 +45,11 @@ class Resolution:
     count: int = 0  # instances reached (of those `within`, when given)
     # broad through the recording: its (pairs, traced only) runs, beside `reached`
     observed_runs: tuple[tuple[frozenset[Pair], bool], ...] = ()
-    # what the recording reached, one link per pair and path with the pair's instances
-    # (listed apart from `reached`: a release upgrade resolves millions of them)
-    by_pair: list[tuple[Link, list[TestInstance]]] = field(default_factory=list)
+    # what the recording reached: per pair, its entry, the path (an index into
+    # `observed_evidence`) and its instances, listed apart from `reached` (a release upgrade
+    # resolves millions of them); `pair_link` makes the link they share
+    by_pair: list[tuple[Target, int, list[TestInstance]]] = field(default_factory=list)
+    observed_evidence: tuple[tuple[Step, ...], ...] = ()
 
     @property
     def listed(self) -> bool:
@@ -58,10 +60,15 @@ class Resolution:
     def items(self) -> Iterator[tuple[TestInstance, Link]]:
         """Each instance reached, with the first link that reaches it."""
         yield from self.reached.values()
-        for link, instances in self.by_pair:
+        for target, path, instances in self.by_pair:
+            link = self.pair_link(target, path)
             for inst in instances:
                 if inst.node_id not in self.reached:
                     yield inst, link
+
+    def pair_link(self, target: Target, path: int) -> Link:
+        """The link of a `by_pair` entry (made when asked: most are never needed)."""
+        return Link(target, self.observed_evidence[path], "observed")
 
     def node_ids(self, index: LinkIndex) -> frozenset[str]:
         if not self.broad:
@@ -218,20 +225,27 @@ def _with_observed(
                 result.broad, result.count, result.observed_runs = True, count, runs
                 return
     where = f"on {observed.device} (recorded, torch {observed.torch_version})"
-    targets: dict[Pair, Target] = index.memo("resolve.pair_targets", dict)
+    entries: dict[tuple[Pair, bool], tuple[Target, list[TestInstance]] | None]
+    entries = index.memo("resolve.pair_entries", dict)
     done: set[Pair] = set()
     found = result.by_pair
-    for (pairs, traced_only), path in zip(runs, ("ran", "ran compiled"), strict=True):
-        evidence = (*first.evidence, Step("", "", f"executed when it {path} {where}"))
+    result.observed_evidence = tuple(
+        (*first.evidence, Step("", "", f"executed when it {path} {where}"))
+        for path in ("ran", "ran compiled")
+    )
+    for path, (pairs, traced_only) in enumerate(runs):
         for pair in sorted(pairs - done):
-            instances = pair_instances(pair, traced_only, index)
-            if not instances:
+            key = (pair, traced_only)
+            if key not in entries:
+                instances = pair_instances(pair, traced_only, index)
+                entries[key] = (inst_target(instances[0]), instances) if instances else None
+            entry = entries[key]
+            if entry is None:
                 continue
             done.add(pair)
             # one link per pair and path: every instance of the pair has the same entry
-            target = targets.get(pair) or targets.setdefault(pair, inst_target(instances[0]))
-            found.append((Link(target, evidence, "observed"), instances))
-            result.observed += len(instances)
+            found.append((entry[0], path, entry[1]))
+            result.observed += len(entry[1])
 
 
 def _run_ids(runs: tuple[tuple[frozenset[Pair], bool], ...], index: LinkIndex) -> set[str]:

@@ -276,22 +276,22 @@ def _observed_from(path: Path) -> ObservedMap:
     observed.add_baseline(meta.get("baseline") or {})
     connection = _connect(path)
     try:
-        pairs: dict[int, Pair] = {}
+        bit_of: dict[int, int] = {}  # pair id -> the pair's index in the map
         for pid, database, op, dtype, status in connection.execute(
             "SELECT id, database, op, dtype, status FROM pairs"
         ):
             pair: Pair = (database, op, dtype)
             if status == "ok":
-                pairs[pid] = pair
                 observed.add(pair, [], [])
+                bit_of[pid] = observed.index_of(pair)
             else:
                 observed.failed[pair] = status
         names = {nid: (kind, name) for nid, kind, name in connection.execute("SELECT * FROM names")}
         rows = connection.execute("SELECT name_id, pair_id FROM uses ORDER BY name_id")
         for nid, uses in itertools.groupby(rows, key=operator.itemgetter(0)):
-            ran = [pairs[pid] for _, pid in uses if pid in pairs]
+            ran = [bit_of[pid] for _, pid in uses if pid in bit_of]
             if ran:
-                observed.add_runs(*names[nid], ran)
+                observed.add_runs_at(*names[nid], ran)
     finally:
         connection.close()
     return observed

@@ -4,6 +4,7 @@ the link kinds of selection.links)."""
 from __future__ import annotations
 
 from selection.links.cpp import release_cpp_blind_spot
+from selection.links.startup import load_time_functions, startup_modules
 from selection.mapping import Mapper
 from selection.model import Candidate, StageReport
 from selection.stages.scope import reused_instances
@@ -45,6 +46,9 @@ class MapStage:
             "no_effect_changes": len(result.no_effect),
             "blind_spots": len(result.blind_spots),
         }
+        if state.changes.symbols:  # what `import torch` runs (selection.links.startup)
+            counts["startup_modules"] = len(startup_modules(index))
+            counts["load_time_functions"] = len(load_time_functions(index))
         notes = []
         in_scope = {
             (i.database, i.op, i.dtype) for i in state.reused if i.op is not None and i.dtype

@@ -141,43 +141,54 @@ def test_load_time_code_is_module_statements_decorators_and_defaults_not_bodies(
     assert called == {"deco", "default", "make", "setup"}
 
 
-def test_a_function_import_torch_calls_reaches_every_pair_through_the_canary(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+LOAD_TIME_EDITS = [
+    pytest.param(
+        "_registered[op] = fn\n\n\nactivate",
+        "_registered[op] = None\n\n\nactivate",
+        "activate_meta modified: runs while `import torch` runs",
+        id="a-function-module-level-code-calls",
+    ),
+    pytest.param(
+        "\nactivate_meta()\n",
+        "\nactivate_meta()\nactivate_meta()\n",
+        "module-level statements run by `import torch`",
+        id="module-level-statements",
+    ),
+    pytest.param(
+        "_registered = {}",
+        "_registered = {'aten.neg': None}",
+        "_registered modified: runs while `import torch` runs",
+        id="a-module-level-assignment",
+    ),
+    pytest.param(
+        "class MetaTable:\n    kind = 1",
+        "class MetaTable:\n    kind = 2",
+        "MetaTable modified: runs while `import torch` runs",
+        id="a-class-header",
+    ),
+    pytest.param(
+        '@register_meta("aten.abs")',
+        '@register_meta("aten.neg")',
+        "meta_abs modified: runs while `import torch` runs",
+        id="a-decorator",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "cause"), LOAD_TIME_EDITS)
+def test_what_import_torch_runs_reaches_every_pair_through_the_canary(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str, cause: str
 ) -> None:
-    old, new = "_registered[op] = fn\n\n\nactivate", "_registered[op] = None\n\n\nactivate"
-    cause = "activate_meta modified: runs while `import torch` runs"
     _every_pair_runs(upstream, manifest, tmp_path, old, new, cause)
 
 
-def test_module_statements_of_a_startup_module_reach_every_pair(
+def test_a_registered_kernels_body_does_not_run_at_import(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    old, new = "\nactivate_meta()\n", "\nactivate_meta()\nactivate_meta()\n"
-    cause = "module-level statements run by `import torch`"
-    _every_pair_runs(upstream, manifest, tmp_path, old, new, cause)
-
-
-def test_a_module_level_assignment_or_class_header_of_a_startup_module_runs_at_import(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
-) -> None:
-    old, new = "_registered = {}", "_registered = {'aten.neg': None}"
-    cause = "_registered modified: runs while `import torch` runs"
-    _every_pair_runs(upstream, manifest, tmp_path / "assign", old, new, cause)
-    old, new = "class MetaTable:\n    kind = 1", "class MetaTable:\n    kind = 2"
-    cause = "MetaTable modified: runs while `import torch` runs"
-    _every_pair_runs(upstream, manifest, tmp_path / "class", old, new, cause)
-
-
-def test_a_decorator_runs_at_import_and_a_registered_kernels_body_does_not(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
-) -> None:
-    old, new = '@register_meta("aten.abs")', '@register_meta("aten.neg")'
-    cause = "meta_abs modified: runs while `import torch` runs"
-    _every_pair_runs(upstream, manifest, tmp_path / "decorator", old, new, cause)
     head = upstream.change(
         META, "def meta_abs(x):\n    return x", "def meta_abs(x):\n    return -x"
     )
-    assert not _import_causes(select_head(upstream, manifest, head, tmp_path / "body"))
+    assert not _import_causes(select_head(upstream, manifest, head, tmp_path))
 
 
 def test_a_module_imported_only_lazily_is_not_run_by_import_torch(

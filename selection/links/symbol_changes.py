@@ -116,6 +116,20 @@ def _recorded_in_subsystem(
     return outcome
 
 
+def _method_of_surviving_class(change: SymbolChange, index: LinkIndex) -> Outcome | None:
+    """Statically, a method removed from a class the head still defines reaches what uses
+    the class: a call on its instances names no definition, so callers need not have
+    changed (the call now finds the name in a base, or fails)."""
+    owner, _, _ = change.qualname.rpartition(".")
+    summary = index.explorer.summary(change.path)
+    if not owner or summary is None or summary.kinds.get(owner) != "class":
+        return None
+    how = f"lost its method {change.qualname.rsplit('.', 1)[1]} (removed)"
+    step = Step(change.path, owner, how)
+    kind = "helper" if is_test_path(change.path) else "library"
+    return Outcome(links=[Link(Target.function(change.path, owner), (step,))], kind=kind)
+
+
 def _changed_link(change: SymbolChange, where: str = "") -> Link:
     """The changed function itself, with how it changed (and where its edit is confined to
     nested functions, those: the recording answers for them)."""
@@ -326,6 +340,10 @@ class SymbolLinks:
         recorded = _recorded(index, _changed_link(change), kind, blind, aim)
         if recorded is not None:
             return recorded
+        if index.observed is None:
+            method = _method_of_surviving_class(change, index)
+            if method is not None:
+                return method
         seen = ", and no recorded pair ran it" if index.observed is not None else ""
         return Outcome(
             no_effect=f"{label}: removed (its former users changed too, and are mapped){seen}"

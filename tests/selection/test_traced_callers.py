@@ -355,3 +355,14 @@ def test_what_the_recording_shows_running_nearly_everywhere_is_machinery(
     assert state.mapped is not None
     assert not linked_ops(state)
     assert any("_fake_index modified: reaches" in c.summary for c in state.mapped.canary_causes)
+
+
+def test_a_method_removed_from_a_class_still_defined_reaches_the_users_of_the_class(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Statically: `params.gen_sizes()` names no definition, so it did not have to change
+    when `gen_sizes` went (it now fails, or finds a base's method)."""
+    head = upstream.change(DB, "    def gen_sizes(self):\n        yield from self.sizes\n", "")
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert {("mul", "float16"), ("mul", "float32")} <= linked_ops(state)
+    assert ("add", "float16") not in linked_ops(state)

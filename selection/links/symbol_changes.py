@@ -153,9 +153,9 @@ def _recorded(
 
 
 def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
-    """Code of a module `import torch` imports that runs then: a module-level assignment, a
-    class header, a function's decorators or defaults, or a function that load-time code
-    calls (module-level statements are handled as such; an added or removed symbol's
+    """Code of a module `import torch` imports that runs then: a module-level assignment or
+    a class header that calls something, a function's decorators or defaults, or a function
+    that load-time code calls (module-level statements are handled as such; an added or removed symbol's
     module-level users changed too)."""
     if change.qualname == MODULE_SYMBOL or change.kind != ChangeKind.modified:
         return False
@@ -164,12 +164,10 @@ def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
     if change.definition and NESTED not in change.qualname:
         return True
     summary = index.explorer.summary(change.path)
-    if summary is not None and summary.kinds.get(change.qualname) in LOAD_TIME_KINDS:
-        return True
+    if summary is not None and summary.kinds.get(change.qualname) in ("assign", "class"):
+        # its statements run on import; a plain value matters through what reads it
+        return change.qualname in summary.calls_on_load
     return Target.function(change.path, change.qualname) in load_time_functions(index)
-
-
-LOAD_TIME_KINDS = ("assign", "class")  # their statements run when the module is imported
 
 
 def _defined(index: LinkIndex, target: Target) -> bool:

@@ -101,3 +101,25 @@ def definition_changed(old: list[ast.AST], new: list[ast.AST]) -> bool:
 
 def _definition_time(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     return [ast.Expr(e) for e in _definition_parts(node) if isinstance(e, ast.expr)]
+
+
+def calls_on_load(nodes: list[ast.AST]) -> bool:
+    """Does a module-level symbol's code that runs on import call anything? An assignment's
+    statements, a class's header and body (not its methods' bodies), a function's
+    decorators and defaults. A plain value (`_registered = {}`) calls nothing: a change
+    there matters through what reads it."""
+    parts: list[ast.AST] = []
+    for node in nodes:
+        if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
+            parts += _definition_parts(node)
+        else:
+            parts.append(node)
+    return any(isinstance(n, ast.Call) for part in parts for n in _walk_on_load(part))
+
+
+def _walk_on_load(node: ast.AST) -> Iterator[ast.AST]:
+    """ast.walk, without entering function definitions or lambdas (their bodies run later)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (*FUNCTION_DEFS, ast.Lambda)):
+            yield from _walk_on_load(child)

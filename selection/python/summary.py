@@ -25,7 +25,7 @@ from selection.links.registrations import (
 from selection.pyast import MODULE_SYMBOL, module_symbols
 from selection.python.chains import Chain, chain_of
 from selection.python.for_us import for_us, has_other_device_code
-from selection.python.load_time import imported_modules, load_time_nodes
+from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
@@ -79,6 +79,7 @@ class ModuleSummary:
     # and the calls and decorators of its load-time code
     load_imports: tuple[str, ...] = ()
     load_uses: tuple[Use, ...] = ()
+    calls_on_load: frozenset[str] = frozenset()  # symbols whose load-time code calls
 
 
 def summarize(
@@ -104,6 +105,9 @@ def summarize(
         tree, lambda module, level: names.absolute(path, module, level)
     )
     summary.load_uses = _load_uses(tree, tests)
+    summary.calls_on_load = frozenset(
+        q for q, symbol in symbols.items() if q != MODULE_SYMBOL and calls_on_load(symbol.nodes)
+    )
     if is_registration_module(path):
         summary.registrations = registrations_in(path, symbols, summary.aten_aliases)
         summary.inferring_factories = inferring_factories(symbols)

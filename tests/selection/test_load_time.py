@@ -59,8 +59,11 @@ def meta_abs(x):
     return x
 
 
+_table = dict(abs=1)
+
+
 class MetaTable:
-    kind = 1
+    kind = dict(a=1)
 
 
 def activate_meta():
@@ -155,16 +158,16 @@ LOAD_TIME_EDITS = [
         id="module-level-statements",
     ),
     pytest.param(
-        "_registered = {}",
-        "_registered = {'aten.neg': None}",
-        "_registered modified: runs while `import torch` runs",
-        id="a-module-level-assignment",
+        "_table = dict(abs=1)",
+        "_table = dict(abs=2)",
+        "_table modified: runs while `import torch` runs",
+        id="a-module-level-assignment-that-calls",
     ),
     pytest.param(
-        "class MetaTable:\n    kind = 1",
-        "class MetaTable:\n    kind = 2",
+        "class MetaTable:\n    kind = dict(a=1)",
+        "class MetaTable:\n    kind = dict(a=2)",
         "MetaTable modified: runs while `import torch` runs",
-        id="a-class-header",
+        id="a-class-header-that-calls",
     ),
     pytest.param(
         '@register_meta("aten.abs")',
@@ -182,9 +185,13 @@ def test_what_import_torch_runs_reaches_every_pair_through_the_canary(
     _every_pair_runs(upstream, manifest, tmp_path, old, new, cause)
 
 
-def test_a_registered_kernels_body_does_not_run_at_import(
+def test_a_registered_kernels_body_or_a_plain_value_does_not_run_at_import(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
+    """A kernel's body runs where its op is traced; a plain value (no call) matters through
+    what reads it: both are linked as usual."""
+    head = upstream.change(META, "_registered = {}", "_registered = {'aten.neg': None}")
+    assert not _import_causes(select_head(upstream, manifest, head, tmp_path / "value"))
     head = upstream.change(
         META, "def meta_abs(x):\n    return x", "def meta_abs(x):\n    return -x"
     )

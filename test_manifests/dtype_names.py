@@ -49,3 +49,9 @@ def canonical_dtype(name: str) -> str:
     if bare not in CANONICAL_DTYPES:
         raise ValueError(f"unknown dtype {name!r}; valid: {', '.join(sorted(CANONICAL_DTYPES))}")
     return bare
+
+
+def known_dtype(name: str) -> bool:
+    """Can a manifest name this dtype (canonical_dtype accepts it)?"""
+    bare = name.removeprefix("torch.")
+    return DTYPE_ALIASES.get(bare, bare) in CANONICAL_DTYPES

@@ -93,6 +93,18 @@ def _in_subsystem(change: SymbolChange, label: str, subsystem: str, index: LinkI
     return outcome
 
 
+def _at_import(outcome: Outcome, label: str) -> Outcome:
+    """A change that runs while `import torch` runs: the canary over every test, and what
+    its links reach at run time. Nothing is then a blind spot (the canary aimed at a blind
+    spot is a part of that one), and "no effect" at run time is not none at import."""
+    links = [] if outcome.canary or outcome.no_effect else outcome.links
+    return Outcome(
+        links=links,
+        kind=outcome.kind if links else "canary",
+        load_time=f"{label}: runs while `import torch` runs, before every test",
+    )
+
+
 def _recorded_in_subsystem(
     change: SymbolChange, label: str, subsystem: str, index: LinkIndex
 ) -> Outcome | None:
@@ -261,9 +273,7 @@ class SymbolLinks:
             return _in_subsystem(change, label, subsystem, index)
         outcome = self._reach(change, label, index)
         if _runs_at_import(change, index):
-            if outcome.no_effect:  # nothing reaches it at run time, but the import runs it
-                outcome = Outcome(kind="canary")
-            outcome.load_time = f"{label}: runs while `import torch` runs, before every test"
+            outcome = _at_import(outcome, label)
         return outcome
 
     def _reach(self, change: SymbolChange, label: str, index: LinkIndex) -> Outcome:

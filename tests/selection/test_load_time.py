@@ -120,6 +120,7 @@ def _every_pair_runs(
     state = select_head(upstream, manifest, upstream.change(META, old, new), tmp_path)
     assert any(cause in c for c in _import_causes(state)), _import_causes(state)
     assert _pairs(state.reused) <= _pairs(c.instance for c in state.candidates.values())
+    assert not [b for b in state.blind_spots if "linked to no reused test" in b]  # covered
     return state
 
 

@@ -285,9 +285,10 @@ def select_command(**kw: Any) -> None:
 
 
 def percent(part: int, whole: int) -> str:
-    """`0.3 %`; a share too small to show at one decimal is `< 0.1 %`, never `0.0 %`."""
-    share = 100 * part / whole
-    return "< 0.1 %" if 0 < share < 0.05 else f"{share:.1f} %"
+    """`0.3 %`, `< 0.1 %` (selection.outputs.report.share)."""
+    from selection.outputs.report import share
+
+    return share(part / whole)
 
 
 def _select(kw: dict[str, Any], console: Console) -> int:

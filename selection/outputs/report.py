@@ -89,10 +89,13 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
         "more_templates_tests": len(selected) - sum(n for _, n in top_templates),
         "plural": plural,
         "first": selected[:top],
-        "ratio_pct": None
-        if doc["summary"]["ratio"] is None
-        else round(100 * doc["summary"]["ratio"], 1),
+        "ratio_pct": None if doc["summary"]["ratio"] is None else share(doc["summary"]["ratio"]),
     }
+
+
+def share(ratio: float) -> str:
+    """`0.3 %`; a share too small to show at one decimal is `< 0.1 %`, never `0.0 %`."""
+    return "< 0.1 %" if 0 < ratio < 0.0005 else f"{100 * ratio:.1f} %"
 
 
 def render_markdown(doc: dict[str, Any]) -> str:

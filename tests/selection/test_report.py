@@ -99,3 +99,11 @@ def test_html_wording_and_contrast(doc: dict[str, Any]) -> None:
 def _luminance(color: str) -> float:
     r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_a_share_too_small_for_one_decimal_is_shown_as_such_in_reports_and_console() -> None:
+    from selection.cli import percent
+    from selection.outputs.report import share
+
+    assert share(9 / 27_933) == percent(9, 27_933) == "< 0.1 %"
+    assert (share(0.0), share(0.75), percent(3, 4)) == ("0.0 %", "75.0 %", "75.0 %")

@@ -25,13 +25,16 @@ from selection.pyast import MODULE_SYMBOL, Symbol
 from selection.python.chains import aten_in_chain, chain_of
 
 KIND = "registration"
-# Where upstream registers Python implementations of ATen ops (library code, not a subsystem).
+# Where upstream registers Python implementations of ATen ops: library code, and the
+# FakeTensor implementations (`@register_op_impl(aten.repeat_interleave.Tensor)`), read alone
+# of their subsystem (torch/_subclasses, otherwise one node).
 REGISTRATION_PREFIXES = (
     "torch/_decomp/",
     "torch/_refs/",
     "torch/_prims/",
     "torch/_prims_common/",
     "torch/_meta_registrations.py",
+    "torch/_subclasses/fake_impls.py",
 )
 
 Registration = tuple[str, str, str, int]  # (aten op, function, how, line)

@@ -85,6 +85,8 @@ def _in_subsystem(change: SymbolChange, label: str, subsystem: str, index: LinkI
         )
     outcome = _recorded_in_subsystem(change, label, subsystem, index)
     if outcome is None:
+        outcome = _registered_in_subsystem(change, label, subsystem, index)
+    if outcome is None:
         outcome = subsystem_outcome(subsystem, label, index)
     if startup:
         if outcome.no_effect:  # no test reaches the package, but the import runs it
@@ -115,12 +117,9 @@ def _recorded_in_subsystem(
     at import, or only by ops it did not record)."""
     if change.qualname == MODULE_SYMBOL or change.kind == ChangeKind.added:
         return None
-    step = Step(subsystem, "", "changed inside the package (summarized as one node)")
-    aim = [Link(Target("subsystem", subsystem), (step,))]
     blind = f"{label}: inside {subsystem}, linked only by the recording"
-    outcome = _recorded(
-        index, _changed_link(change, f" (inside {subsystem})"), "library", blind, aim
-    )
+    link = _changed_link(change, f" (inside {subsystem})")
+    outcome = _recorded(index, link, "library", blind, _subsystem_aim(subsystem))
     if outcome is not None:
         # templates' own bodies call into the package beyond what the recording runs
         # (FakeTensorMode, torch.compile on their own inputs): its canary stays
@@ -140,6 +139,30 @@ def _method_of_surviving_class(change: SymbolChange, index: LinkIndex) -> Outcom
     step = Step(change.path, owner, how)
     kind = "helper" if is_test_path(change.path) else "library"
     return Outcome(links=[Link(Target.function(change.path, owner), (step,))], kind=kind)
+
+
+def _registered_in_subsystem(
+    change: SymbolChange, label: str, subsystem: str, index: LinkIndex
+) -> Outcome | None:
+    """A function of a package summarized as one node that the graph knows all the same: a
+    FakeTensor implementation registered for an ATen op (selection.links.registrations). It
+    reaches that op's traced instances, beside the package's canary."""
+    if change.qualname == MODULE_SYMBOL or change.kind != ChangeKind.modified:
+        return None
+    if Target.function(change.path, change.qualname) not in index.graph:
+        return None
+    return Outcome(
+        links=[_changed_link(change, f" (inside {subsystem})")],
+        kind="library",
+        beside=f"{label}: inside {subsystem}, reached as a whole",
+        canary_aim=_subsystem_aim(subsystem),
+    )
+
+
+def _subsystem_aim(subsystem: str) -> list[Link]:
+    """What reaches a package summarized as one node (a canary's aim)."""
+    step = Step(subsystem, "", "changed inside the package (summarized as one node)")
+    return [Link(Target("subsystem", subsystem), (step,))]
 
 
 def _changed_link(change: SymbolChange, where: str = "") -> Link:
@@ -206,9 +229,8 @@ def subsystem_outcome(subsystem: str, label: str, index: LinkIndex) -> Outcome:
     target = Target("subsystem", subsystem)
     if target not in index.graph:
         return Outcome(no_effect=f"{label}: no reused test reaches {subsystem}")
-    step = Step(subsystem, "", "changed inside the package (summarized as one node)")
     return Outcome(
-        links=[Link(target, (step,))],
+        links=_subsystem_aim(subsystem),
         canary=f"{label}: inside {subsystem}, reached as a whole",
         kind="subsystem",
     )

@@ -93,6 +93,23 @@ def sample_inputs_mul(op_info, device, dtype):
 
 FAKE_IMPLS = "torch/_subclasses/fake_impls.py"  # inside a package summarized as one node
 FAKE_IMPLS_TEXT = """
+import torch
+
+aten = torch._ops.ops.aten
+
+
+def register_op_impl(op):
+    def register(fn):
+        return fn
+
+    return register
+
+
+@register_op_impl(aten.abs.default)
+def _fake_abs_kernel(fake_mode, func, x):
+    return x.new_empty(x.shape)
+
+
 def _fake_abs(fake_mode, func, x):
     return x.new_empty(x.shape)
 
@@ -366,3 +383,18 @@ def test_a_method_removed_from_a_class_still_defined_reaches_the_users_of_the_cl
     state = select_head(upstream, manifest, head, tmp_path)
     assert {("mul", "float16"), ("mul", "float32")} <= linked_ops(state)
     assert ("add", "float16") not in linked_ops(state)
+
+
+def test_a_fake_tensor_implementation_registered_for_an_op_reaches_its_traced_instances(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`@register_op_impl(aten.abs.default)` in torch/_subclasses/fake_impls.py is read as a
+    registration although its package is one node: without a recording, an edit reaches the
+    instances that trace abs."""
+    head = upstream.change(
+        FAKE_IMPLS,
+        "def _fake_abs_kernel(fake_mode, func, x):\n    return x.new_empty(x.shape)",
+        "def _fake_abs_kernel(fake_mode, func, x):\n    return x.new_empty(x.shape[1:])",
+    )
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert _templates(state, "abs") == {"test_compiled"}

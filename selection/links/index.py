@@ -81,10 +81,14 @@ class LinkIndex:
         return tracing_rule(self.universe, self.facts)
 
     def functions_reached(
-        self, start: Iterable[Target], keep: Callable[[Target], bool] = lambda _t: True
+        self,
+        start: Iterable[Target],
+        keep: Callable[[Target], bool] = lambda _t: True,
+        methods: Callable[[Target], bool] = lambda _m: True,
     ) -> set[Target]:
         """The functions `start` reaches over the graph's uses (the used functions `keep`
-        accepts), a class's methods included: constructing it runs them."""
+        accepts), and a class's methods that `methods` accepts (all, by default: an instance
+        may be used for any of them)."""
         graph, explorer = self.graph, self.explorer
         seen: set[Target] = set()
         queue = deque(start)
@@ -97,7 +101,7 @@ class LinkIndex:
                 if edge.used.kind == "function" and keep(edge.used) and edge.used not in seen:
                     queue.append(edge.used)
             if "." not in node.name:  # a class: its methods (its bases' too) run too
-                queue.extend(explorer.methods_of(node))
+                queue.extend(m for m in explorer.methods_of(node) if methods(m))
         return seen
 
     def by_pair(self) -> dict[Pair, list[TestInstance]]:

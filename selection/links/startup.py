@@ -7,8 +7,8 @@ import; one that registers differently changes some op's kernel), whatever its r
 callers. The startup modules are found by following load-time imports
 (selection.python.load_time) from `torch/__init__.py`; the load-time functions are what
 their load-time code calls (a decorator factory such as `register_decomposition`, a
-module-level `activate_meta()`), and what those call in turn as far as the link graph knows
-it. A module of a package summarized as one node (selection.links.subsystems) that a
+module-level `activate_meta()`; a class called there: its constructor), and what those call
+in turn as far as the link graph knows it. A module of a package summarized as one node (selection.links.subsystems) that a
 startup module imports is a startup module, but it is not opened: what it imports and
 calls on import is unknown.
 """
@@ -74,6 +74,15 @@ def load_time_functions(index: LinkIndex) -> frozenset[Target]:
                 for target in explorer.resolver.resolve(summary, MODULE_SYMBOL, use.chain):
                     if target.kind == "function":
                         seeds.append(target)
-        return frozenset(index.functions_reached(seeds))
+        return frozenset(index.functions_reached(seeds, methods=_constructs))
 
     return index.memo("startup.load_time_functions", build)
+
+
+CONSTRUCTORS = ("__new__", "__init__", "__post_init__")
+
+
+def _constructs(method: Target) -> bool:
+    """What calling a class at import runs of its methods: its constructor (the rest runs
+    when the instance is used, which is what the links follow)."""
+    return method.name.rsplit(".", 1)[-1] in CONSTRUCTORS

@@ -62,6 +62,17 @@ def meta_abs(x):
 _table = dict(abs=1)
 
 
+class _Registry:
+    def __init__(self):
+        self.table = {}
+
+    def lookup(self, op):
+        return self.table.get(op)
+
+
+_registry = _Registry()
+
+
 class MetaTable:
     kind = dict(a=1)
 
@@ -171,6 +182,12 @@ LOAD_TIME_EDITS = [
         id="a-class-header-that-calls",
     ),
     pytest.param(
+        "self.table = {}",
+        "self.table = {'abs': None}",
+        "_Registry.__init__ modified: runs while `import torch` runs",
+        id="the-constructor-of-a-class-called-at-import",
+    ),
+    pytest.param(
         '@register_meta("aten.abs")',
         '@register_meta("aten.neg")',
         "meta_abs modified: runs while `import torch` runs",
@@ -190,13 +207,17 @@ def test_a_registered_kernels_body_or_a_plain_value_does_not_run_at_import(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
     """A kernel's body runs where its op is traced; a plain value (no call) matters through
-    what reads it: both are linked as usual."""
+    what reads it; a method other than the constructor of a class called at import runs
+    where the instance is used: all are linked as usual."""
     head = upstream.change(META, "_registered = {}", "_registered = {'aten.neg': None}")
     assert not _import_causes(select_head(upstream, manifest, head, tmp_path / "value"))
     head = upstream.change(
         META, "def meta_abs(x):\n    return x", "def meta_abs(x):\n    return -x"
     )
     assert not _import_causes(select_head(upstream, manifest, head, tmp_path))
+    # of a class called at import, only the constructor runs there
+    head = upstream.change(META, "return self.table.get(op)", "return self.table.get(op, 0)")
+    assert not _import_causes(select_head(upstream, manifest, head, tmp_path / "method"))
 
 
 def test_a_module_imported_only_lazily_is_not_run_by_import_torch(

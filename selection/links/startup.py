@@ -72,7 +72,9 @@ def load_time_functions(index: LinkIndex) -> frozenset[Target]:
                 continue
             for use in summary.load_uses:
                 for target in explorer.resolver.resolve(summary, MODULE_SYMBOL, use.chain):
-                    if target.kind == "function":
+                    # the function called itself, not one whose attribute is used
+                    # (`upsample.__doc__.format(...)` calls str.format, not upsample)
+                    if target.kind == "function" and target.name.endswith(use.chain[-1]):
                         seeds.append(target)
         return frozenset(index.functions_reached(seeds, methods=_constructs))
 

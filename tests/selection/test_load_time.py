@@ -59,6 +59,9 @@ def meta_abs(x):
     return x
 
 
+meta_abs.__doc__.format(op="abs")  # calls str.format, not meta_abs
+
+
 _table = dict(abs=1)
 
 

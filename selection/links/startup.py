@@ -72,13 +72,18 @@ def load_time_functions(index: LinkIndex) -> frozenset[Target]:
                 continue
             for use in summary.load_uses:
                 for target in explorer.resolver.resolve(summary, MODULE_SYMBOL, use.chain):
-                    # the function called itself, not one whose attribute is used
-                    # (`upsample.__doc__.format(...)` calls str.format, not upsample)
-                    if target.kind == "function" and target.name.endswith(use.chain[-1]):
+                    if target.kind == "function" and _calls(use.chain, target):
                         seeds.append(target)
         return frozenset(index.functions_reached(seeds, methods=_constructs))
 
     return index.memo("startup.load_time_functions", build)
+
+
+def _calls(chain: tuple[str, ...], target: Target) -> bool:
+    """Does a call of `chain` call `target` itself, not something of an attribute of it
+    (`upsample.__doc__.format(...)` calls str.format, not upsample)? A bare name may be an
+    alias; a dotted chain ends with the function's own name."""
+    return len(chain) == 1 or chain[-1] == target.name.rsplit(".", 1)[-1]
 
 
 CONSTRUCTORS = ("__new__", "__init__", "__post_init__")

@@ -80,50 +80,53 @@ def _in_subsystem(change: SymbolChange, label: str, subsystem: str, index: LinkI
     on import: any of its code may, so it gets the canary over every test too."""
     startup = change.path in startup_modules(index)
     if startup and change.qualname == MODULE_SYMBOL:
-        return Outcome(
-            canary=f"{label}: module-level statements run by `import torch`", kind="canary"
-        )
-    outcome = _recorded_in_subsystem(change, label, subsystem, index)
-    if outcome is None:
-        outcome = _registered_in_subsystem(change, label, subsystem, index)
+        return _startup_statements(label)
+    outcome = _linked_in_subsystem(change, label, subsystem, index)
     if outcome is None:
         outcome = subsystem_outcome(subsystem, label, index)
     if startup:
-        if outcome.no_effect:  # no test reaches the package, but the import runs it
-            outcome = Outcome(kind="canary")
-        outcome.load_time = f"{label}: in a module `import torch` imports (it may run there)"
+        return _at_import(
+            outcome, f"{label}: in a module `import torch` imports (it may run there)"
+        )
     return outcome
 
 
-def _at_import(outcome: Outcome, label: str) -> Outcome:
-    """A change that runs while `import torch` runs: the canary over every test, and what
-    its links reach at run time. Nothing is then a blind spot (the canary aimed at a blind
-    spot is a part of that one), and "no effect" at run time is not none at import."""
+def _startup_statements(label: str) -> Outcome:
+    """Module-level statements of a module `import torch` imports: they run before every
+    test, so the stratified canary over all of them."""
+    return Outcome(canary=f"{label}: module-level statements run by `import torch`", kind="canary")
+
+
+def _at_import(outcome: Outcome, why: str) -> Outcome:
+    """A change that runs while `import torch` runs (`why`): the canary over every test, and
+    what its links reach at run time. Nothing is then a blind spot (the canary aimed at a
+    blind spot is a part of that one), and "no effect" at run time is not none at import."""
     links = [] if outcome.canary or outcome.no_effect else outcome.links
-    return Outcome(
-        links=links,
-        kind=outcome.kind if links else "canary",
-        load_time=f"{label}: runs while `import torch` runs, before every test",
-    )
+    return Outcome(links=links, kind=outcome.kind if links else "canary", load_time=why)
 
 
-def _recorded_in_subsystem(
+def _linked_in_subsystem(
     change: SymbolChange, label: str, subsystem: str, index: LinkIndex
 ) -> Outcome | None:
-    """A function inside a package summarized as one node that the recording saw run (a
-    FakeTensor implementation, a lowering, a dispatcher helper): it reaches the pairs that
-    ran it, the package's canary kept for what the recording does not cover. None when the
-    recording cannot tell (none, module-level code, a function it never saw run: code run
-    at import, or only by ops it did not record)."""
+    """A function inside a package summarized as one node that is linked all the same: one
+    the recording saw run (a FakeTensor implementation, a lowering, a dispatcher helper)
+    reaches the pairs that ran it; one the graph knows (a FakeTensor implementation
+    registered for an op: selection.links.registrations), that op's traced instances. The
+    package's canary stays beside: templates' own bodies call into it beyond what the
+    recording runs (FakeTensorMode, torch.compile on their own inputs). None when neither
+    can tell (module-level code; a function never seen run: code run at import, or only by
+    ops the recording did not record)."""
     if change.qualname == MODULE_SYMBOL or change.kind == ChangeKind.added:
         return None
-    blind = f"{label}: inside {subsystem}, linked only by the recording"
     link = _changed_link(change, f" (inside {subsystem})")
-    outcome = _recorded(index, link, "library", blind, _subsystem_aim(subsystem))
+    aim = _subsystem_aim(subsystem)
+    beside = f"{label}: inside {subsystem}, reached as a whole"
+    blind = f"{label}: inside {subsystem}, linked only by the recording"
+    outcome = _recorded(index, link, "library", blind, aim)
+    if outcome is None and change.kind == ChangeKind.modified and link.target in index.graph:
+        outcome = Outcome(links=[link], kind="library", canary_aim=aim)
     if outcome is not None:
-        # templates' own bodies call into the package beyond what the recording runs
-        # (FakeTensorMode, torch.compile on their own inputs): its canary stays
-        outcome.beside = f"{label}: inside {subsystem}, reached as a whole"
+        outcome.beside = beside
     return outcome
 
 
@@ -139,24 +142,6 @@ def _method_of_surviving_class(change: SymbolChange, index: LinkIndex) -> Outcom
     step = Step(change.path, owner, how)
     kind = "helper" if is_test_path(change.path) else "library"
     return Outcome(links=[Link(Target.function(change.path, owner), (step,))], kind=kind)
-
-
-def _registered_in_subsystem(
-    change: SymbolChange, label: str, subsystem: str, index: LinkIndex
-) -> Outcome | None:
-    """A function of a package summarized as one node that the graph knows all the same: a
-    FakeTensor implementation registered for an ATen op (selection.links.registrations). It
-    reaches that op's traced instances, beside the package's canary."""
-    if change.qualname == MODULE_SYMBOL or change.kind != ChangeKind.modified:
-        return None
-    if Target.function(change.path, change.qualname) not in index.graph:
-        return None
-    return Outcome(
-        links=[_changed_link(change, f" (inside {subsystem})")],
-        kind="library",
-        beside=f"{label}: inside {subsystem}, reached as a whole",
-        canary_aim=_subsystem_aim(subsystem),
-    )
 
 
 def _subsystem_aim(subsystem: str) -> list[Link]:
@@ -190,8 +175,8 @@ def _recorded(
 def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
     """Code of a module `import torch` imports that runs then: a module-level assignment or
     a class header that calls something, a function's decorators or defaults, or a function
-    that load-time code calls (module-level statements are handled as such; an added or removed symbol's
-    module-level users changed too)."""
+    that load-time code calls (module-level statements are handled as such; an added or
+    removed symbol's module-level users changed too)."""
     if change.qualname == MODULE_SYMBOL or change.kind != ChangeKind.modified:
         return False
     if change.path not in startup_modules(index):
@@ -295,7 +280,9 @@ class SymbolLinks:
             return _in_subsystem(change, label, subsystem, index)
         outcome = self._reach(change, label, index)
         if _runs_at_import(change, index):
-            outcome = _at_import(outcome, label)
+            outcome = _at_import(
+                outcome, f"{label}: runs while `import torch` runs, before every test"
+            )
         return outcome
 
     def _reach(self, change: SymbolChange, label: str, index: LinkIndex) -> Outcome:
@@ -396,10 +383,7 @@ class SymbolLinks:
         if is_database_file(change.path) or change.path.startswith("test/"):
             return Outcome(canary=f"{label}: module-level statements", kind="canary")
         if change.path in startup_modules(index):
-            # the import runs before every test: the stratified canary over all of them
-            return Outcome(
-                canary=f"{label}: module-level statements run by `import torch`", kind="canary"
-            )
+            return _startup_statements(label)
         aimed = module_reach(index, change.path)
         if aimed:
             return Outcome(

@@ -79,7 +79,8 @@ class ModuleSummary:
     # and the calls and decorators of its load-time code
     load_imports: tuple[str, ...] = ()
     load_uses: tuple[Use, ...] = ()
-    calls_on_load: frozenset[str] = frozenset()  # symbols whose load-time code calls
+    # assignments and classes whose load-time code calls something
+    calls_on_load: frozenset[str] = frozenset()
 
 
 def summarize(
@@ -106,7 +107,9 @@ def summarize(
     )
     summary.load_uses = _load_uses(tree, tests)
     summary.calls_on_load = frozenset(
-        q for q, symbol in symbols.items() if q != MODULE_SYMBOL and calls_on_load(symbol.nodes)
+        q
+        for q, symbol in symbols.items()
+        if symbol.kind in ("assign", "class") and calls_on_load(symbol.nodes)
     )
     if is_registration_module(path):
         summary.registrations = registrations_in(path, symbols, summary.aten_aliases)

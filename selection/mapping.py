@@ -214,7 +214,7 @@ class Mapper:
             return
         # One Cause per link, shared by the instances it reaches (a link reaches every
         # instance of its root: hundreds of thousands of identical causes otherwise).
-        causes: dict[int, Cause] = {}
+        causes: dict[int, tuple[Link, Cause]] = {}
         for inst, link in resolution.reached.values():
             self._hit_once(inst, detect, link, outcome.kind, causes)
         for target, path, instances in resolution.by_pair:
@@ -284,16 +284,23 @@ class Mapper:
         canary.causes.append(cause)
 
     def _hit_once(
-        self, inst: TestInstance, detect: Cause, link: Link, kind: str, causes: dict[int, Cause]
+        self,
+        inst: TestInstance,
+        detect: Cause,
+        link: Link,
+        kind: str,
+        causes: dict[int, tuple[Link, Cause]],
     ) -> bool:
         """`_hit` with the link's cause built once per link, and only for an instance that
-        does not name enough changes yet. Whether it names enough now."""
+        does not name enough changes yet. Whether it names enough now. `causes` is keyed by
+        the link's id and keeps the link alive: links made on demand (`pair_link`) would
+        otherwise free their id for the next pair's link, which then showed this cause."""
         candidate = self.result.candidates.get(inst.node_id)
         if candidate is None or len(candidate.causes) < MAX_CAUSES * 2:
-            how = causes.get(id(link))
-            if how is None:
-                how = causes[id(link)] = map_cause(kind, link)
-            self._hit(inst, detect, how)
+            known = causes.get(id(link))
+            if known is None:
+                known = causes[id(link)] = (link, map_cause(kind, link))
+            self._hit(inst, detect, known[1])
         return self._names_enough(inst)
 
     def _names_enough(self, inst: TestInstance) -> bool:

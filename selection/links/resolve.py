@@ -83,19 +83,24 @@ class Resolution:
 
 
 def root_instances(root: Target, index: LinkIndex, traced_only: bool = False) -> list[TestInstance]:
-    if root.kind == "template":
-        found = index.by_template().get((root.path, root.scope, root.name), [])
-    else:
-        database = "moduleinfo" if root.scope == "moduleinfo" else "opinfo"
-        found = [i for i in index.by_op().get(root.full_name, []) if i.database == database]
-    if not traced_only:
-        return found
-    # many changes reach the same roots past a registration: filter each root once
-    traced: dict[Target, list[TestInstance]] = index.memo("resolve.traced_instances", dict)
-    if root not in traced:
+    """A root's instances (`traced_only`: those that trace their op). Many changes reach
+    the same roots: each list is built once."""
+    found: dict[tuple[Target, bool], list[TestInstance]]
+    found = index.memo("resolve.root_instances", dict)
+    key = (root, traced_only)
+    if key not in found:
+        found[key] = _root_instances(root, index, traced_only)
+    return found[key]
+
+
+def _root_instances(root: Target, index: LinkIndex, traced_only: bool) -> list[TestInstance]:
+    if traced_only:
         tracing = index.tracing
-        traced[root] = [i for i in found if tracing(i)]
-    return traced[root]
+        return [i for i in root_instances(root, index) if tracing(i)]
+    if root.kind == "template":
+        return index.by_template().get((root.path, root.scope, root.name), [])
+    database = "moduleinfo" if root.scope == "moduleinfo" else "opinfo"
+    return [i for i in index.by_op().get(root.full_name, []) if i.database == database]
 
 
 def _instances_of(bits: Bits, index: LinkIndex) -> list[TestInstance]:
@@ -111,7 +116,15 @@ def _count(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: i
     """How many instances (of those `within`) a set of roots reaches. Roots overlap (an
     entry's instances and a template's), so the per-root counts (memoized) only bound it
     from above; the exact count, which needs the set of ids, is taken only when that bound
-    passes `limit` -- and the set is not kept."""
+    passes `limit` -- and the set is not kept. Many changes reach the same roots (every
+    caller of torch._check): each (roots, limit) is counted once."""
+    answers: dict[tuple[Bits, int], int] = index.memo(f"resolve.answers.{id(within)}", dict)
+    if (bits, limit) not in answers:
+        answers[bits, limit] = _counted(bits, index, within, limit)
+    return answers[bits, limit]
+
+
+def _counted(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: int) -> int:
     counts: dict[tuple[Target, bool], int] = index.memo(f"resolve.counts.{id(within)}", dict)
     bound = 0
     for traced_only, part in ((False, bits[0]), (True, bits[1])):
@@ -127,12 +140,8 @@ def _count(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: i
             bound += counts[key]
     if bound <= limit:
         return bound
-    # many changes reach the same roots (every caller of torch._check): count each set once
-    exact: dict[Bits, int] = index.memo(f"resolve.exact.{id(within)}", dict)
-    if bits not in exact:
-        ids = {i.node_id for i in _instances_of(bits, index)}
-        exact[bits] = len(ids & within if within is not None else ids)
-    return exact[bits]
+    ids = {i.node_id for i in _instances_of(bits, index)}
+    return len(ids & within if within is not None else ids)
 
 
 def _pair(inst: TestInstance) -> Pair | None:
@@ -203,12 +212,8 @@ def _with_observed(
     recording adds makes the change machinery, and its instances are listed only when
     asked (`Resolution.node_ids`)."""
     for root, link in roots.items():
-        for inst in root_instances(root, index, traced or "registration" in link.kinds):
-            pair = _pair(inst)
-            # The recording runs an entry's samples and callables, never a template's body:
-            # what a template reaches, and pairs without a recording, keep the static link.
-            if root.kind == "template" or pair is None or not observed.is_recorded(pair):
-                result.add(inst, link)
+        for inst in _unrecorded(root, index, traced or "registration" in link.kinds, observed):
+            result.add(inst, link)
     eager, compiled = (_with_refs(pairs, index) for pairs in _observed_pairs(observed, asked))
     runs = ((frozenset(eager), traced), (frozenset(compiled), True))
     if limit is not None and limit >= 0:
@@ -246,6 +251,28 @@ def _with_observed(
             # one link per pair and path: every instance of the pair has the same entry
             found.append((entry[0], path, entry[1]))
             result.observed += len(entry[1])
+
+
+def _unrecorded(
+    root: Target, index: LinkIndex, traced_only: bool, observed: ObservedMap
+) -> list[TestInstance]:
+    """The root's instances the recording does not decide for, each list built once. The
+    recording runs an entry's samples and callables, never a template's body: what a
+    template reaches, and pairs without a recording, keep the static link."""
+    found: dict[tuple[Target, bool], list[TestInstance]]
+    found = index.memo("resolve.unrecorded", dict)
+    key = (root, traced_only)
+    if key not in found:
+        instances = root_instances(root, index, traced_only)
+        if root.kind != "template":
+            instances = [i for i in instances if not _recorded_pair(i, observed)]
+        found[key] = instances
+    return found[key]
+
+
+def _recorded_pair(inst: TestInstance, observed: ObservedMap) -> bool:
+    pair = _pair(inst)
+    return pair is not None and observed.is_recorded(pair)
 
 
 def _run_ids(runs: tuple[tuple[frozenset[Pair], bool], ...], index: LinkIndex) -> set[str]:

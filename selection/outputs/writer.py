@@ -19,6 +19,7 @@ from typing import Any
 
 from selection.errors import BadInput
 from selection.outputs.document import build_document, run_as
+from selection.outputs.json_text import readable
 from selection.outputs.overlay import build_overlay
 from selection.outputs.report import render_html, render_markdown
 from selection.outputs.shards import actions_matrix, assign_shards
@@ -68,7 +69,7 @@ def write_outputs(
     matrix = actions_matrix(loads, counts, basis)
     doc = build_document(state, assignment, agent, matrix)
     texts = {
-        "selection.json": json.dumps(doc, indent=1) + "\n",
+        "selection.json": readable(doc, depth=2) + "\n",
         "selected.txt": _lines(ids),
         "manifest.yaml": build_overlay(
             state.candidates, state.request.base.label, state.request.head.label

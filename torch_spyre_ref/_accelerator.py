@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 import torch
@@ -119,6 +120,13 @@ def _delegating(original: Callable[..., Any], on_spyre: Callable[..., Any]) -> C
 
     function.__spyre_delegating__ = True  # type: ignore[attr-defined]
     return function
+
+
+def delegating_code() -> list[CodeType]:
+    """The code objects of the shims `install` puts in place (one shared by every delegating
+    wrapper) and of the implementations they call on spyre."""
+    wrapper = _delegating(synchronize, synchronize).__code__
+    return [wrapper, *(f.__code__ for f in SPYRE_IMPLEMENTATIONS.values())]
 
 
 class _DeviceIndex(torch.accelerator.device_index):

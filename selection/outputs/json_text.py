@@ -12,17 +12,18 @@ import json
 from typing import Any
 
 
-def readable(value: Any, depth: int = 2, _indent: str = "") -> str:
+def readable(value: Any, depth: int = 2, sort_keys: bool = False, _indent: str = "") -> str:
     """`value` as JSON: dicts and lists within `depth` levels one member per line, indented
-    by one space a level; what lies deeper compact, on one line."""
+    by one space a level; what lies deeper compact, on one line. `sort_keys` as json's."""
     if depth <= 0 or not isinstance(value, dict | list) or not value:
-        return json.dumps(value)
+        return json.dumps(value, sort_keys=sort_keys)
     inner = _indent + " "
     if isinstance(value, dict):
+        keys = sorted(value) if sort_keys else value
         members = [
-            f"{inner}{json.dumps(str(key))}: {readable(item, depth - 1, inner)}"
-            for key, item in value.items()
+            f"{inner}{json.dumps(str(key))}: {readable(value[key], depth - 1, sort_keys, inner)}"
+            for key in keys
         ]
         return "{\n" + ",\n".join(members) + f"\n{_indent}}}"
-    members = [f"{inner}{readable(item, depth - 1, inner)}" for item in value]
+    members = [f"{inner}{readable(item, depth - 1, sort_keys, inner)}" for item in value]
     return "[\n" + ",\n".join(members) + f"\n{_indent}]"

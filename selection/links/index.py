@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,6 +42,14 @@ class LinkIndex:
         if key not in self._memo:
             self._memo[key] = build()
         return self._memo[key]
+
+    def memo_per(self, space: str, key: Hashable, build: Callable[[], T]) -> T:
+        """A value derived once per `key` (many changes ask for the same roots or pairs);
+        `space` names the derivation, as `memo`'s key does."""
+        found: dict[Hashable, T] = self.memo(space, dict)
+        if key not in found:
+            found[key] = build()
+        return found[key]
 
     @property
     def explorer(self) -> Explorer:

@@ -85,12 +85,11 @@ class Resolution:
 def root_instances(root: Target, index: LinkIndex, traced_only: bool = False) -> list[TestInstance]:
     """A root's instances (`traced_only`: those that trace their op). Many changes reach
     the same roots: each list is built once."""
-    found: dict[tuple[Target, bool], list[TestInstance]]
-    found = index.memo("resolve.root_instances", dict)
-    key = (root, traced_only)
-    if key not in found:
-        found[key] = _root_instances(root, index, traced_only)
-    return found[key]
+    return index.memo_per(
+        "resolve.root_instances",
+        (root, traced_only),
+        lambda: _root_instances(root, index, traced_only),
+    )
 
 
 def _root_instances(root: Target, index: LinkIndex, traced_only: bool) -> list[TestInstance]:
@@ -118,10 +117,11 @@ def _count(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: i
     from above; the exact count, which needs the set of ids, is taken only when that bound
     passes `limit` -- and the set is not kept. Many changes reach the same roots (every
     caller of torch._check): each (roots, limit) is counted once."""
-    answers: dict[tuple[Bits, int], int] = index.memo(f"resolve.answers.{id(within)}", dict)
-    if (bits, limit) not in answers:
-        answers[bits, limit] = _counted(bits, index, within, limit)
-    return answers[bits, limit]
+    return index.memo_per(
+        f"resolve.answers.{id(within)}",
+        (bits, limit),
+        lambda: _counted(bits, index, within, limit),
+    )
 
 
 def _counted(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: int) -> int:
@@ -259,15 +259,14 @@ def _unrecorded(
     """The root's instances the recording does not decide for, each list built once. The
     recording runs an entry's samples and callables, never a template's body: what a
     template reaches, and pairs without a recording, keep the static link."""
-    found: dict[tuple[Target, bool], list[TestInstance]]
-    found = index.memo("resolve.unrecorded", dict)
-    key = (root, traced_only)
-    if key not in found:
+
+    def build() -> list[TestInstance]:
         instances = root_instances(root, index, traced_only)
-        if root.kind != "template":
-            instances = [i for i in instances if not _recorded_pair(i, observed)]
-        found[key] = instances
-    return found[key]
+        if root.kind == "template":
+            return instances
+        return [i for i in instances if not _recorded_pair(i, observed)]
+
+    return index.memo_per("resolve.unrecorded", (root, traced_only), build)
 
 
 def _recorded_pair(inst: TestInstance, observed: ObservedMap) -> bool:
@@ -288,15 +287,15 @@ def _run_ids(runs: tuple[tuple[frozenset[Pair], bool], ...], index: LinkIndex) -
 def pair_instances(pair: Pair, traced_only: bool, index: LinkIndex) -> list[TestInstance]:
     """A recorded pair's instances (`traced_only`: those that trace their op), each list
     built once."""
-    found: dict[tuple[Pair, bool], list[TestInstance]] = index.memo("resolve.pair_instances", dict)
-    key = (pair, traced_only)
-    if key not in found:
+
+    def build() -> list[TestInstance]:
         instances = index.by_pair().get(pair, [])
-        if traced_only:
-            tracing = index.tracing
-            instances = [i for i in instances if tracing(i)]
-        found[key] = instances
-    return found[key]
+        if not traced_only:
+            return instances
+        tracing = index.tracing
+        return [i for i in instances if tracing(i)]
+
+    return index.memo_per("resolve.pair_instances", (pair, traced_only), build)
 
 
 def _pair_counts(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from types import CodeType
 from typing import Any
 
 import torch
@@ -122,11 +121,22 @@ def _delegating(original: Callable[..., Any], on_spyre: Callable[..., Any]) -> C
     return function
 
 
-def delegating_code() -> list[CodeType]:
-    """The code objects of the shims `install` puts in place (one shared by every delegating
-    wrapper) and of the implementations they call on spyre."""
-    wrapper = _delegating(synchronize, synchronize).__code__
-    return [wrapper, *(f.__code__ for f in SPYRE_IMPLEMENTATIONS.values())]
+def _opaque_to_dynamo() -> None:
+    """Dynamo's frame evaluation skips the shims below, and all they call, as it skips the C++
+    bindings other accelerators have: Dynamo asks for the current stream while it compiles,
+    and converted 8 frames of these shims as user code at the first compilation of a process
+    and again after every `torch._dynamo.reset()` (which the dependency recorder does per
+    pair). Through torch's C bindings, so that importing the device does not import Dynamo."""
+    from torch._C._dynamo.eval_frame import (
+        _FrameAction,
+        _FrameExecStrategy,
+        set_code_exec_strategy,
+    )
+
+    skip = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+    wrapper = _delegating(synchronize, synchronize).__code__  # shared by every wrapper
+    for code in (wrapper, *(f.__code__ for f in SPYRE_IMPLEMENTATIONS.values())):
+        set_code_exec_strategy(code, skip)
 
 
 class _DeviceIndex(torch.accelerator.device_index):
@@ -146,3 +156,4 @@ def install() -> None:
                 setattr(module, name, _delegating(original, on_spyre))
     if not issubclass(torch.accelerator.device_index, _DeviceIndex):
         torch.accelerator.device_index = _DeviceIndex  # type: ignore[misc]
+    _opaque_to_dynamo()

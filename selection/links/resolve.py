@@ -116,31 +116,37 @@ def _count(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: i
     entry's instances and a template's), so the per-root counts (memoized) only bound it
     from above; the exact count, which needs the set of ids, is taken only when that bound
     passes `limit` -- and the set is not kept. Many changes reach the same roots (every
-    caller of torch._check): each (roots, limit) is counted once."""
+    caller of torch._check): each answer is worked out once."""
     return index.memo_per(
-        f"resolve.answers.{id(within)}",
-        (bits, limit),
-        lambda: _counted(bits, index, within, limit),
+        "resolve.answers", (bits, limit, within), lambda: _counted(bits, index, within, limit)
     )
 
 
 def _counted(bits: Bits, index: LinkIndex, within: frozenset[str] | None, limit: int) -> int:
-    counts: dict[tuple[Target, bool], int] = index.memo(f"resolve.counts.{id(within)}", dict)
     bound = 0
     for traced_only, part in ((False, bits[0]), (True, bits[1])):
         for root in index.graph.roots(part):
-            key = (root, traced_only)
-            if key not in counts:
-                instances = root_instances(root, index, traced_only)
-                counts[key] = (
-                    len(instances)
-                    if within is None
-                    else sum(1 for i in instances if i.node_id in within)
-                )
-            bound += counts[key]
+            bound += _root_count(root, traced_only, index, within)
     if bound <= limit:
         return bound
-    ids = {i.node_id for i in _instances_of(bits, index)}
+    return index.memo_per(
+        "resolve.exact_counts", (bits, within), lambda: _within(_instances_of(bits, index), within)
+    )
+
+
+def _root_count(
+    root: Target, traced_only: bool, index: LinkIndex, within: frozenset[str] | None
+) -> int:
+    return index.memo_per(
+        "resolve.root_counts",
+        (root, traced_only, within),
+        lambda: _within(root_instances(root, index, traced_only), within),
+    )
+
+
+def _within(instances: list[TestInstance], within: frozenset[str] | None) -> int:
+    """How many distinct instances, of those `within` when given."""
+    ids = {i.node_id for i in instances}
     return len(ids & within if within is not None else ids)
 
 
@@ -212,7 +218,7 @@ def _with_observed(
     recording adds makes the change machinery, and its instances are listed only when
     asked (`Resolution.node_ids`)."""
     for root, link in roots.items():
-        for inst in _unrecorded(root, index, traced or "registration" in link.kinds, observed):
+        for inst in _unrecorded(root, index, traced or "registration" in link.kinds):
             result.add(inst, link)
     eager, compiled = (_with_refs(pairs, index) for pairs in _observed_pairs(observed, asked))
     runs = ((frozenset(eager), traced), (frozenset(compiled), True))
@@ -253,16 +259,15 @@ def _with_observed(
             result.observed += len(entry[1])
 
 
-def _unrecorded(
-    root: Target, index: LinkIndex, traced_only: bool, observed: ObservedMap
-) -> list[TestInstance]:
+def _unrecorded(root: Target, index: LinkIndex, traced_only: bool) -> list[TestInstance]:
     """The root's instances the recording does not decide for, each list built once. The
     recording runs an entry's samples and callables, never a template's body: what a
     template reaches, and pairs without a recording, keep the static link."""
 
     def build() -> list[TestInstance]:
         instances = root_instances(root, index, traced_only)
-        if root.kind == "template":
+        observed = index.observed
+        if root.kind == "template" or observed is None:
             return instances
         return [i for i in instances if not _recorded_pair(i, observed)]
 
@@ -307,15 +312,10 @@ def _pair_counts(
     def build() -> defaultdict[Pair, int]:
         counts: defaultdict[Pair, int] = defaultdict(int)
         for pair in index.by_pair():
-            instances = pair_instances(pair, traced_only, index)
-            counts[pair] = (
-                len(instances)
-                if within is None
-                else sum(1 for i in instances if i.node_id in within)
-            )
+            counts[pair] = _within(pair_instances(pair, traced_only, index), within)
         return counts
 
-    return index.memo(f"resolve.pair_counts.{traced_only}.{id(within)}", build)
+    return index.memo_per("resolve.pair_counts", (traced_only, within), build)
 
 
 def _with_refs(pairs: set[Pair], index: LinkIndex) -> set[Pair]:

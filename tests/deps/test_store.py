@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import pytest
 
 from selection.observed import SCHEMA_VERSION, ObservedMap
+from selection.sources.deps_artifact import read_artifact, write_artifact
 from selection.sources.deps_store import (
     StaleMap,
     find_map,
@@ -80,6 +83,33 @@ def test_document_round_trips_through_sqlite(tmp_path: Path) -> None:
         k: doc[k] for k in ("torch_version", "device", "paths", "settings", "baseline")
     }
     ObservedMap.from_document(back)  # a valid spyre-ci/deps document
+
+
+def test_the_map_can_be_looked_up_by_name(tmp_path: Path) -> None:
+    """`select` reads a name's pairs through the index on uses.name_id (made after the rows
+    go in: kept up row by row it took most of a whole-scope write)."""
+    path = write_document(tmp_path, _doc())
+    with sqlite3.connect(path) as connection:
+        indexes = connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'uses'"
+        ).fetchall()
+        plan = connection.execute(
+            "EXPLAIN QUERY PLAN SELECT pair_id FROM uses WHERE name_id = 1"
+        ).fetchall()
+    assert ("uses_by_name",) in indexes
+    assert any("uses_by_name" in str(step) for step in plan)
+
+
+def test_the_artifact_holds_one_pair_per_line_with_sorted_keys(tmp_path: Path) -> None:
+    path = tmp_path / "map.json.gz"
+    write_artifact(path, _doc())
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    rows = [json.loads(line.strip().rstrip(",")) for line in lines if '"database":' in line]
+    assert [(r["op"], r["dtype"]) for r in rows] == [
+        ("add", "float16"), ("nn.functional.gelu", "float16"), ("nn.Linear", "float32"),
+    ]  # fmt: skip
+    assert all(list(r) == sorted(r) for r in rows)
+    assert read_artifact(path) == _doc()
 
 
 def test_load_observed_answers_what_select_asks(tmp_path: Path) -> None:

@@ -101,15 +101,18 @@ def test_graph_breaks_compile_each_part() -> None:
     assert [g.kind for g in COMPILE_LOG.graphs] == ["forward", "forward"]
 
 
-def test_dynamo_converts_only_the_compiled_frame_not_the_devices_python_shims() -> None:
+@pytest.mark.parametrize("backend", ["spyre", "aot_eager"])
+def test_dynamo_converts_only_the_compiled_frame_not_the_devices_python_shims(
+    backend: str,
+) -> None:
     """Dynamo asks for the current stream while it compiles; on spyre that is Python code
-    (torch.accelerator's shims), which Dynamo must skip as it does other accelerators' C++
-    bindings: it used to convert 8 more frames per compilation."""
+    (torch.accelerator's shims), which Dynamo must skip, whatever the backend, as it does
+    other accelerators' C++ bindings: it converted 8 more frames after each reset."""
     from torch._dynamo.utils import counters
 
     counters.clear()
     x = torch.ones(3, device="spyre", requires_grad=True)
-    torch.compile(lambda t: torch.sin(t) * 2, backend="spyre")(x).sum().backward()
+    torch.compile(lambda t: torch.sin(t) * 2, backend=backend)(x).sum().backward()
     assert counters["frames"]["total"] == 1
     assert x.grad is not None
     torch.testing.assert_close(x.grad.cpu(), 2 * torch.cos(torch.ones(3)))

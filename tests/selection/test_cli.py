@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from pathlib import Path
@@ -184,6 +185,18 @@ def test_pr_mode_without_a_clone_is_bad_input(tmp_path: Path) -> None:
     code, _, stderr = run_select(["--pr", "5"], tmp_path / "cache")
     assert code == EXIT_BAD_INPUT
     assert "--pr needs --pytorch-repo" in stderr
+    # the cycle collector, paused for the run, is back for the process that called select
+    assert gc.isenabled()
+
+
+def test_the_cycle_collector_is_back_after_a_selection_run(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    code, _, _ = run_select(
+        range_args(upstream, upstream.base, manifest, tmp_path / "o"), tmp_path / "cache"
+    )
+    assert code in (EXIT_SELECTED, EXIT_EMPTY)
+    assert gc.isenabled()
 
 
 def test_a_branch_name_without_a_clone_is_bad_input(tmp_path: Path) -> None:

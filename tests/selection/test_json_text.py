@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from selection.outputs.json_text import readable
 
 DOC = {
@@ -34,3 +36,15 @@ def test_each_selected_test_is_one_line_and_the_header_one_field_per_line() -> N
     assert len(tests) == 2
     assert all(json.loads(line.strip().rstrip(",")) in DOC["selected"] for line in tests)
     assert ' "dropped": [],' in lines
+
+
+def test_sorted_keys_at_every_level_and_tuples_laid_out_as_lists() -> None:
+    doc = {"b": [{"z": 1, "a": 2}], "a": (1, 2)}
+    text = readable(doc, sort_keys=True)
+    assert text == '{\n "a": [\n  1,\n  2\n ],\n "b": [\n  {"a": 2, "z": 1}\n ]\n}'
+    assert json.loads(text) == {"a": [1, 2], "b": [{"a": 2, "z": 1}]}
+
+
+def test_a_laid_out_key_that_is_not_a_string_is_refused() -> None:
+    with pytest.raises(TypeError, match="keys must be str"):
+        readable({True: 1})

@@ -226,30 +226,6 @@ def test_a_function_only_the_recording_links_reaches_the_pairs_that_ran_it(
     assert any("only by the recording" in b for b in state.blind_spots)
 
 
-def test_each_recorded_pair_is_shown_reached_through_its_own_entry(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
-) -> None:
-    """A link made per recorded pair names that pair's entry in the cause every instance of
-    it shows (a cause cached by the id of a link already freed named another op's entry)."""
-    head = _runtime_pick_edit(upstream)
-    everything = select_head(upstream, manifest, head, tmp_path / "static")
-    pairs = sorted(_pairs_of(everything))
-    ran = pairs[: len(pairs) // 3]
-    assert len({op for _, op, _ in ran}) > 1
-    functions = {p: [f"{DECOMPOSITIONS}::_picked_at_run_time"] if p in ran else [] for p in pairs}
-    state = select_head(
-        upstream, manifest, head, tmp_path / "map", deps=str(recorded_map(tmp_path, functions))
-    )
-    shown = {
-        (c.instance.op, cause.summary.split(":")[0])
-        for c in state.candidates.values()
-        for cause in c.causes
-        if cause.basis == "observed"
-    }
-    assert {op for op, _ in shown} == {op for _, op, _ in ran}
-    assert all(label == f"OpInfo {op!r}" for op, label in shown)
-
-
 def test_an_edit_in_a_closure_the_recording_never_saw_run_stays_a_blind_spot(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:

@@ -59,24 +59,8 @@ spyre_backend = aot_autograd(
 )
 
 
-def _opaque_to_dynamo() -> None:
-    """The device's Python shims of ``torch.accelerator`` (``current_stream``, which Dynamo
-    calls for its stream guards while it compiles) are skipped by Dynamo's frame evaluation,
-    with everything they call, as the C++ bindings of other accelerators are: otherwise each
-    compilation traced them as user code (about 30 ms of a 200 ms compilation)."""
-    from torch._dynamo.eval_frame import set_code_exec_strategy
-    from torch._dynamo.types import FrameAction, FrameExecStrategy
-
-    from torch_spyre_ref._accelerator import delegating_code
-
-    skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
-    for code in delegating_code():
-        set_code_exec_strategy(code, skip)
-
-
 def register() -> None:
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
 
     if "spyre" not in _BACKENDS:
         register_backend(compiler_fn=spyre_backend, name="spyre")
-    _opaque_to_dynamo()

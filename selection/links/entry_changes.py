@@ -52,11 +52,10 @@ class EntryLinks:
         target = Target.entry(change.database, change.name, change.variant)
         if not (relevant and all(_targeted(f) for f in relevant)):
             return Outcome(links=[Link(target, (step,))], kind="entry")
-        database = "moduleinfo" if change.database == "moduleinfo" else "opinfo"
         instances = [
             i
             for i in index.by_op().get(change.full_name, [])
-            if i.database == database and any(aimed_at(f, i) for f in relevant)
+            if i.database == change.database and any(aimed_at(f, i) for f in relevant)
         ]
         if not instances:
             return Outcome(no_effect=f"{summary}: {detail}: names no instance that exists here")

@@ -98,8 +98,9 @@ def _root_instances(root: Target, index: LinkIndex, traced_only: bool) -> list[T
         return [i for i in root_instances(root, index) if tracing(i)]
     if root.kind == "template":
         return index.by_template().get((root.path, root.scope, root.name), [])
-    database = "moduleinfo" if root.scope == "moduleinfo" else "opinfo"
-    return [i for i in index.by_op().get(root.full_name, []) if i.database == database]
+    # an entry's scope is its database: a ForeachFuncInfo('abs') ("foreach", `_foreach_abs`
+    # upstream) is not the OpInfo 'abs', and no reused instance is of its database
+    return [i for i in index.by_op().get(root.full_name, []) if i.database == root.scope]
 
 
 def _instances_of(bits: Bits, index: LinkIndex) -> list[TestInstance]:

@@ -11,7 +11,7 @@ from tests.support.observed_runs import linked_ops, manifest_file, select_head, 
 from tests.support.upstream_repo import INTERNAL
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
-FOREACH = '''
+FOREACH = """
 def foreach_dtypes():
     return floating_types_and(torch.float16)
 
@@ -26,7 +26,7 @@ foreach_unary_op_db = [
     ForeachFuncInfo("abs", sample_inputs_func=sample_inputs_unary),
 ]
 
-unary_ufuncs = '''
+unary_ufuncs = """
 
 
 def test_what_reaches_a_foreach_entry_reaches_no_opinfo_of_its_name(tmp_path: Path) -> None:

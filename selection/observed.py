@@ -74,6 +74,7 @@ class ObservedMap:
     torch_git_version: str = ""
     recorded_at: str = ""
     paths: tuple[str, ...] = ()
+    source: str = ""  # where it was read from (a cache file, a --deps file), for the report
     failed: dict[Pair, str] = field(default_factory=dict)
     # NAME_LISTS -> what the warm-up ran (see the module docstring)
     baseline: dict[str, set[str]] = field(

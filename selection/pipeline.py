@@ -293,8 +293,10 @@ def _observed(
             f"recorded dependencies: none for torch {version or '(unknown version)'} on {device} "
             "in the cache: static links only (record one with `spyre-ci deps record`)"
         )
+    # the file and when it was recorded, so that a stale or foreign map in the cache shows
     return found, (
-        f"recorded dependencies: torch {found.torch_version} on {found.device}, "
+        f"recorded dependencies: {found.source} (torch {found.torch_version} on "
+        f"{found.device}, recorded {found.recorded_at or 'at an unknown time'}), "
         f"{len(found.recorded)} (op, dtype) pairs"
     )
 

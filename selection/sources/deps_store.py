@@ -274,6 +274,7 @@ def _observed_from(path: Path) -> ObservedMap:
         torch_git_version=meta.get("torch_git_version", ""),
         recorded_at=meta.get("recorded_at", ""),
         paths=tuple(meta.get("paths") or ()),
+        source=str(path),
     )
     observed.add_baseline(meta.get("baseline") or {})
     connection = _connect(path)

@@ -65,6 +65,27 @@ def test_range_mode_writes_every_output_and_prints_where(
     assert deps_line.startswith("- Dependencies: recorded dependencies: none for torch")
 
 
+def test_a_map_from_the_cache_is_named_by_its_file_and_recording_date(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    """A map found in the cache may be stale or someone else's: the report says which file
+    decided and when it was recorded."""
+    from selection.observed import ObservedMap
+    from selection.sources.deps_store import write_document
+
+    cache = tmp_path / "cache"
+    observed = ObservedMap(
+        torch_version="9.1.0", device="spyre", recorded_at="2026-11-30T08:00:00Z"
+    )
+    observed.add(("opinfo", "add", "float32"), ["add.Tensor"], [])
+    stored = write_document(cache, observed.to_document())
+    out = tmp_path / "out"
+    code, _, _ = run_select(range_args(upstream, canary_head, manifest, out), cache)
+    assert code == EXIT_SELECTED
+    deps_line = next(x for x in (out / "report.md").read_text().splitlines() if "Dependencies" in x)
+    assert f"torch 9.1.0 on spyre from {stored}, recorded 2026-11-30T08:00:00Z" in deps_line
+
+
 def test_reports_are_self_contained_and_name_the_causes(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:

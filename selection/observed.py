@@ -92,6 +92,13 @@ class ObservedMap:
     def recorded(self) -> frozenset[Pair]:
         return frozenset(self._pairs)
 
+    def describe(self) -> str:
+        """Which map this is, for the run's notes: torch version and device, the file it was
+        read from and when it was recorded (so that a stale or foreign map shows)."""
+        where = f" from {self.source}" if self.source else ""
+        when = f", recorded {self.recorded_at}" if self.recorded_at else ""
+        return f"torch {self.torch_version} on {self.device}{where}{when}"
+
     def _bit(self, pair: Pair) -> int:
         index = self._index.get(pair)
         if index is None:

@@ -247,6 +247,7 @@ def _read_deps_file(options: SelectOptions) -> ObservedMap | None:
         observed = ObservedMap.from_document(read_artifact(path))
     except BadArtifact as exc:
         raise BadInput(f"--deps {path}: {exc}") from exc
+    observed.source = str(path)
     device = options.device.name
     if observed.device != device:
         raise BadInput(
@@ -276,10 +277,7 @@ def _observed(
     if given is not None:
         path, observed = Path(options.deps), given
         _check_serves(path, observed, base_torch_version(base, trees))
-        return (
-            observed,
-            f"recorded dependencies: {path} (torch {observed.torch_version} on {observed.device})",
-        )
+        return observed, f"recorded dependencies: {observed.describe()}"
     version = base_torch_version(base, trees)
     try:
         found = load_observed(options.cache, version, device) if version else None
@@ -293,11 +291,8 @@ def _observed(
             f"recorded dependencies: none for torch {version or '(unknown version)'} on {device} "
             "in the cache: static links only (record one with `spyre-ci deps record`)"
         )
-    # the file and when it was recorded, so that a stale or foreign map in the cache shows
     return found, (
-        f"recorded dependencies: {found.source} (torch {found.torch_version} on "
-        f"{found.device}, recorded {found.recorded_at or 'at an unknown time'}), "
-        f"{len(found.recorded)} (op, dtype) pairs"
+        f"recorded dependencies: {found.describe()}, {len(found.recorded)} (op, dtype) pairs"
     )
 
 

@@ -94,13 +94,18 @@ def root_instances(root: Target, index: LinkIndex, traced_only: bool = False) ->
 
 def _root_instances(root: Target, index: LinkIndex, traced_only: bool) -> list[TestInstance]:
     if traced_only:
-        tracing = index.tracing
-        return [i for i in root_instances(root, index) if tracing(i)]
+        return _traced(root_instances(root, index), index)
     if root.kind == "template":
         return index.by_template().get((root.path, root.scope, root.name), [])
     # an entry's scope is its database: a ForeachFuncInfo('abs') ("foreach", `_foreach_abs`
     # upstream) is not the OpInfo 'abs', and no reused instance is of its database
     return [i for i in index.by_op().get(root.full_name, []) if i.database == root.scope]
+
+
+def _traced(instances: list[TestInstance], index: LinkIndex) -> list[TestInstance]:
+    """Those of the instances that trace their op (LinkIndex.tracing)."""
+    tracing = index.tracing
+    return [i for i in instances if tracing(i)]
 
 
 def _instances_of(bits: Bits, index: LinkIndex) -> list[TestInstance]:
@@ -296,10 +301,7 @@ def pair_instances(pair: Pair, traced_only: bool, index: LinkIndex) -> list[Test
 
     def build() -> list[TestInstance]:
         instances = index.by_pair().get(pair, [])
-        if not traced_only:
-            return instances
-        tracing = index.tracing
-        return [i for i in instances if tracing(i)]
+        return _traced(instances, index) if traced_only else instances
 
     return index.memo_per("resolve.pair_instances", (pair, traced_only), build)
 

@@ -57,12 +57,9 @@ class MapStage:
         counts["pairs_in_scope"] = len(in_scope)
         counts["pairs_without_recording"] = unrecorded
         if observed is not None:
-            # the file and its recording date: a stale or foreign map in the cache shows
-            where = f" from {observed.source}" if observed.source else ""
-            when = f", recorded {observed.recorded_at}" if observed.recorded_at else ""
             notes.append(
-                f"recorded dependencies: torch {observed.torch_version} on {observed.device}"
-                f"{where}{when} ({len(observed.recorded)} (op, dtype) pairs); {unrecorded} of the "
+                f"recorded dependencies: {observed.describe()} "
+                f"({len(observed.recorded)} (op, dtype) pairs); {unrecorded} of the "
                 f"{len(in_scope)} in-scope pairs have no recording (static links for those)"
             )
         else:

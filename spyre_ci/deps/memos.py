@@ -13,13 +13,25 @@ the process) it returns the cached fake output without running the op's meta ker
 later pair would not be credited with `meta_bmm` or `elementwise_meta` -- yet a change to
 them changes its compiled result. It is cleared too. (Other memos kept in plain dicts
 cannot be found this way: docs/deps.md.)
+
+Clearing has a price: refilling Dynamo's trace rules, the overridable-function tables and
+the backend registry made up a quarter of a pair's CPU time (docs/benchmarks.md). Those are
+*constant memos*: lru caches of functions that take no argument, whose one value is the same
+for every pair. `MemoLedger` keeps them filled and credits their code instead: the first
+time a pair uses one, the ledger runs its function once more on its own, under the same
+probes as a pair, and keeps what that ran (its *footprint*: Python code and ATen ops, the
+footprints of the constant memos it uses in turn included); every later pair that uses the
+memo (its hits or misses rose during the pair) is credited with that footprint, as if it had
+filled the memo itself. Memos that take arguments are still cleared before every pair.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 _CacheWrapper = functools._lru_cache_wrapper  # the type lru_cache and cache return
@@ -75,3 +87,109 @@ def clear_torch_caches() -> int:
         cache.cache_clear()
     clear_fake_tensor_cache()
     return len(caches)
+
+
+def is_constant(cache: Any) -> bool:
+    """A memo of a function that takes no argument: one value per process."""
+    code = getattr(getattr(cache, "__wrapped__", None), "__code__", None)
+    if code is None:
+        return False
+    varargs = code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    return code.co_argcount == 0 and code.co_kwonlyargcount == 0 and not varargs
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What running a function executed: code keys (see spyre_ci.deps.symbols) and ATen ops."""
+
+    code: frozenset[Any] = frozenset()
+    aten: frozenset[str] = frozenset()
+
+    def __or__(self, other: Footprint) -> Footprint:
+        return Footprint(self.code | other.code, self.aten | other.aten)
+
+
+# Runs a thunk under the recorder's probes and returns what it executed.
+Observe = Callable[[Callable[[], object]], Footprint]
+Uses = dict[int, int]  # id(cache) -> hits + misses
+
+
+def _uses(caches: list[Any]) -> Uses:
+    found: Uses = {}
+    for cache in caches:
+        info = cache.cache_info()
+        found[id(cache)] = info.hits + info.misses
+    return found
+
+
+@dataclass
+class MemoLedger:
+    """Per device process: clears the memos that take arguments before each pair, keeps the
+    constant ones filled, and credits each constant memo's footprint to the pairs using it."""
+
+    observe: Observe
+    _modules: int = -1
+    _varying: list[Any] = field(default_factory=list)
+    _constant: list[Any] = field(default_factory=list)
+    _footprints: dict[int, Footprint] = field(default_factory=dict)
+
+    def _refresh(self) -> None:
+        # Walking every torch module's namespace costs ~35 ms; it only changes when modules
+        # are imported (memos made later, in a loaded module's namespace, are not seen).
+        if len(sys.modules) == self._modules:
+            return
+        self._modules = len(sys.modules)
+        caches = torch_caches()
+        self._constant = [c for c in caches if is_constant(c)]
+        self._varying = [c for c in caches if not is_constant(c)]
+
+    def before_pair(self) -> Uses:
+        """Clear what must be cleared (a constant memo too, until its footprint is known, so
+        that it is filled inside a pair); the constant memos' use counts, for `used_since`."""
+        self._refresh()
+        for cache in self._varying:
+            cache.cache_clear()
+        for cache in self._constant:
+            if id(cache) not in self._footprints:
+                cache.cache_clear()
+        clear_fake_tensor_cache()
+        return _uses(self._constant)
+
+    def uses(self) -> Uses:
+        return _uses(self._constant)
+
+    def credit(self, before: Uses, after: Uses) -> Footprint:
+        """The footprints of the constant memos used between the two counts (learnt now for
+        those used for the first time)."""
+        used = [c for c in self._constant if after.get(id(c), 0) > before.get(id(c), 0)]
+        total = Footprint()
+        for cache in used:
+            total = total | self._footprint(cache)
+        return total
+
+    def _footprint(self, cache: Any, seen: frozenset[int] = frozenset()) -> Footprint:
+        known = self._footprints.get(id(cache))
+        if known is not None:
+            return known
+        for varying in self._varying:  # so what it calls with arguments runs again here
+            varying.cache_clear()
+        before = self.uses()
+        function = cache.__wrapped__  # not the cache: its value stays the one the pair used
+        footprint = self.observe(_quietly(function))
+        after = self.uses()
+        for inner in self._constant:
+            if id(inner) not in seen | {id(cache)} and after[id(inner)] > before[id(inner)]:
+                footprint = footprint | self._footprint(inner, seen | {id(cache)})
+        self._footprints[id(cache)] = footprint
+        return footprint
+
+
+def _quietly(function: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        try:
+            return function()
+        except Exception:  # it raised in the pair too (a raising call is not memoized)
+            return None
+
+    return run
+

@@ -87,7 +87,7 @@ class PythonCalls:
         previous = getattr(_local, "profiler", None)
         if previous is not None:
             previous.disable()
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(subcalls=False, builtins=False)
         self.profilers.append(profiler)
         _local.owner, _local.profiler = self, profiler
         profiler.enable()
@@ -112,7 +112,7 @@ def active_collection() -> PythonCalls | None:
 
 @contextmanager
 def python_calls(into: PythonCalls) -> Iterator[None]:
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(subcalls=False, builtins=False)
     into.profilers.append(profiler)
     into.home = threading.get_ident()
     _active.append(into)

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,10 +24,10 @@ import torch
 
 from spyre_ci.deps import ALL_PATHS, COMPILED_PATHS
 from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
-from spyre_ci.deps.memos import clear_torch_caches
+from spyre_ci.deps.memos import Footprint, MemoLedger
 from spyre_ci.deps.paths import RunSettings, Step
 from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
-from spyre_ci.deps.symbols import SymbolResolver
+from spyre_ci.deps.symbols import CodeKey, SymbolResolver
 
 
 def _run(steps: Iterable[Step]) -> tuple[int, int]:
@@ -54,13 +54,27 @@ class _UntilCompiled:
             yield step
 
 
+def observe(thunk: Callable[[], object]) -> Footprint:
+    """What `thunk` executes, seen by the same probes as a pair's steps."""
+    aten: set[str] = set()
+    calls = PythonCalls()
+    with aten_ops(aten), python_calls(calls):
+        thunk()
+    return Footprint(frozenset(calls.code_keys()), frozenset(aten))
+
+
+# One per device process: memos outlive pairs (spyre_ci.deps.memos).
+LEDGER = MemoLedger(observe=observe)
+
+
 def record_pair(
     entries: Entries, pair: Pair, settings: RunSettings, resolver: SymbolResolver
 ) -> dict[str, Any]:
     aten: set[str] = set()
     compiled_aten: set[str] = set()
     calls, compiled_calls = PythonCalls(), PythonCalls()
-    clear_torch_caches()  # so memoized code is credited to every pair relying on it
+    # so memoized code is credited to every pair relying on it
+    uses = [LEDGER.before_pair()]
     status, steps, errors = "ok", 0, 0
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
@@ -70,16 +84,22 @@ def record_pair(
         eager = _UntilCompiled(planned)
         with aten_ops(aten), python_calls(calls):
             steps, errors = _run(eager)
+        uses.append(LEDGER.uses())
         with aten_ops(compiled_aten), python_calls(compiled_calls):
             more, more_errors = _run(itertools.chain(eager.rest, planned))
+        uses.append(LEDGER.uses())
         steps, errors = steps + more, errors + more_errors
     except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)
         status = error_head(exc)
     if status == "ok" and steps == 0:
         status = "error: no samples"
     ok = status == "ok"
-    functions = {f for key in calls.code_keys() if (f := resolver.resolve(key))}
-    compiled = {f for key in compiled_calls.code_keys() if (f := resolver.resolve(key))}
+    eager_memos = LEDGER.credit(uses[0], uses[1]) if ok else Footprint()
+    compiled_memos = LEDGER.credit(uses[1], uses[2]) if ok else Footprint()
+    aten |= eager_memos.aten
+    compiled_aten |= compiled_memos.aten
+    functions = _names(calls.code_keys() | eager_memos.code, resolver)
+    compiled = _names(compiled_calls.code_keys() | compiled_memos.code, resolver)
     return {
         "database": pair[0],
         "op": pair[1],
@@ -94,6 +114,10 @@ def record_pair(
         "seconds": round(time.perf_counter() - started, 3),
         "cpu_seconds": round(time.process_time() - cpu_started, 3),
     }
+
+
+def _names(keys: Iterable[CodeKey], resolver: SymbolResolver) -> set[str]:
+    return {f for key in keys if (f := resolver.resolve(key))}
 
 
 def torch_root() -> Path:

@@ -192,4 +192,3 @@ def _quietly(function: Callable[[], object]) -> Callable[[], object]:
             return None
 
     return run
-

@@ -50,7 +50,7 @@ def test_the_fake_tensor_dispatch_cache_is_cleared_so_a_second_trace_runs_the_me
     assert FakeTensorMode.cache_info().hits == 0  # run again, not served from the cache
 
 
-MEMO_MODULE = '''
+MEMO_MODULE = """
 import functools
 import torch
 
@@ -68,7 +68,7 @@ def table():
 @functools.lru_cache
 def per_argument(x):
     return helper() + x
-'''
+"""
 
 
 @pytest.fixture

@@ -102,14 +102,16 @@ def _open_work(store_url: str) -> int:
 
 
 def _pending(store_url: str) -> list[dict[str, object]]:
-    """What is still open, for the message of a run that did not settle."""
+    """What is still open or dead, for the message of a run that did not settle."""
+    columns = "kind, target, delivery_id, attempts, next_attempt_at, lease_owner, last_error"
     store = open_store(store_url)
     try:
         with store.transaction(write=False) as tx:
-            return tx.fetchall(
-                "SELECT kind, target, delivery_id, attempts, next_attempt_at, lease_owner,"
-                " last_error FROM outbox WHERE state = 'pending'"
-            )
+            pending = tx.fetchall(f"SELECT {columns} FROM outbox WHERE state = 'pending'")
+            dead = tx.fetchall(f"SELECT {columns} FROM dead_letters")
+        return [{"state": "pending", **row} for row in pending] + [
+            {"state": "dead", **row} for row in dead
+        ]
     finally:
         store.close()
 
@@ -197,13 +199,20 @@ def test_each_result_arrives_once_when_web_and_workers_are_killed(
                         kills["worker"] += 1
                 assert not sender.is_alive(), f"deliveries still sent after {SEND_TIMEOUT} s"
                 assert sender.error is None, sender.error
-                deadline = time.monotonic() + SETTLE_TIMEOUT
-                while time.monotonic() < deadline and (
-                    _open_work(store_url) or not downstream.wait_idle(timeout=1)
+                settle_started = time.monotonic()
+                deadline = settle_started + SETTLE_TIMEOUT
+                # The runs first, then the outbox: a run still reporting enqueues HUD jobs
+                # with its last callbacks, so an outbox seen empty before every run ended
+                # (wait_idle waits up to 1 s) says nothing about the outbox after it.
+                while time.monotonic() < deadline and not (
+                    downstream.wait_idle(timeout=1) and _open_work(store_url) == 0
                 ):
                     time.sleep(0.2)
-                open_work = _open_work(store_url)
                 settled = downstream.wait_idle(timeout=1)
+                open_work = _open_work(store_url)
+                # read now: once the processes are stopped, the jobs may have been done
+                open_jobs = _pending(store_url) if open_work else []
+                waited = time.monotonic() - settle_started
                 # while the relay still answers late runs; unsettled, the logs say why
                 runs = downstream.outcomes() if open_work == 0 and settled else []
             finally:
@@ -211,8 +220,8 @@ def test_each_result_arrives_once_when_web_and_workers_are_killed(
                     process.stop()
         logs = "\n".join(p.log()[-3000:] for p in (server, *workers))
         assert open_work == 0 and settled, (
-            f"not settled after {SETTLE_TIMEOUT} s: open {_pending(store_url)}, "
-            f"downstream {downstream.state()}:\n{logs}"
+            f"not settled after {waited:.1f} s (limit {SETTLE_TIMEOUT} s): {open_work} open"
+            f" {open_jobs}, downstream {downstream.state()}:\n{logs}"
         )
 
     assert dict(kills) == {"web": 3, "worker": 3}

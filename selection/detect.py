@@ -27,6 +27,7 @@ from selection.model import (
 from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
 from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration
 from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
+from selection.python.failure_paths import confined_to_failure
 from selection.python.load_time import definition_changed
 from selection.python.nested import confined_to_nested
 from selection.sources.analysis_cache import AnalysisCache
@@ -64,6 +65,7 @@ def diff_symbols(
             same_for_us = same_code_for_us(old[name], new[name], tests)
             nested = confined_to_nested(name, old[name].nodes, new[name].nodes)
             definition = definition_changed(old[name].nodes, new[name].nodes)
+            failure_only = confined_to_failure(old[name].nodes, new[name].nodes)
             changes.append(
                 SymbolChange(
                     path,
@@ -72,6 +74,7 @@ def diff_symbols(
                     same_for_us,
                     nested=nested,
                     definition=definition,
+                    failure_only=failure_only,
                 )
             )
     return changes

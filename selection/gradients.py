@@ -30,6 +30,8 @@ def _identifiers(nodes: Iterable[ast.AST]) -> set[str]:
                 found.add(sub.arg)
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                 found.add(sub.value)
+            elif isinstance(sub, (ast.Try, ast.TryStar)):
+                found.add(TRY)
     return found
 
 
@@ -59,6 +61,17 @@ TRACE_NAMES = frozenset(
         "meta",
     }
 )
+
+
+# What makes a template see what a failure raises or says: it expects an exception
+# (assertRaises, assertRaisesRegex, pytest.raises, an OpInfo's error_inputs), catches one
+# (`try`, contextlib.suppress), or is expected to fail.
+TRY = "<try>"  # stands for a try statement among a symbol's identifiers
+ERROR_WORDS = ("raise", "error_input", "suppress", "expectedfailure", "xfail")
+
+
+def _mentions_errors(names: Iterable[str]) -> bool:
+    return any(name == TRY or any(word in name.lower() for word in ERROR_WORDS) for name in names)
 
 
 def _mentions_tracing(names: Iterable[str]) -> bool:
@@ -118,6 +131,12 @@ def _reaches(
 def computes_gradients(template: Symbol | None, callables: dict[str, list[Symbol]]) -> bool | None:
     """True or False for a template whose body is `template`; None when it was not seen."""
     return _reaches(template, callables, "gradients", _mentions_gradients)
+
+
+def handles_errors(template: Symbol | None, callables: dict[str, list[Symbol]]) -> bool | None:
+    """Whether the template expects or catches exceptions (assertRaises and its kin, a `try`,
+    an OpInfo's error inputs), read like `computes_gradients`; None when it was not seen."""
+    return _reaches(template, callables, "errors", _mentions_errors)
 
 
 def traces(template: Symbol | None, callables: dict[str, list[Symbol]]) -> bool | None:

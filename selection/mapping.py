@@ -34,6 +34,7 @@ from selection.model import (
     SymbolChange,
     TestInstance,
 )
+from selection.python.failure_paths import FAILURE_PATH, FAILURE_PATH_NOTE
 
 MAX_CAUSES = 4  # changes named per test (each a detect and a map link)
 NEARLY_ALL = 0.5  # a change reaching more than half of the instances is machinery
@@ -102,8 +103,13 @@ def _source(path: str) -> str:
 def _items(changes: ChangeSet) -> Iterator[tuple[object, Cause]]:
     """Every detected change with its detect cause, finest first."""
     for symbol in changes.symbols:
-        kind = "template" if symbol in changes.templates else "symbol"
-        yield symbol, Cause("detect", kind, f"{symbol.path}: {symbol.qualname} {symbol.kind}")
+        summary = f"{symbol.path}: {symbol.qualname} {symbol.kind}"
+        if symbol in changes.templates:
+            yield symbol, Cause("detect", "template", summary)
+        elif symbol.failure_only:
+            yield symbol, Cause("detect", FAILURE_PATH, f"{summary} {FAILURE_PATH_NOTE}")
+        else:
+            yield symbol, Cause("detect", "symbol", summary)
     for entry in changes.entries:
         label = "ModuleInfo" if entry.database == "moduleinfo" else "OpInfo"
         details = "; ".join(f.detail for f in entry.fields[:3] if not f.other_device_only)

@@ -49,6 +49,9 @@ class SymbolChange:
     # The edit changes what runs when the definition itself runs (a function's decorators or
     # default values: at import, for a top-level function or a method of a top-level class).
     definition: bool = False
+    # The edit is confined to what runs when something fails (a raise's message, a failed
+    # check's message: selection.python.failure_paths); only tests that handle errors see it.
+    failure_only: bool = False
 
 
 @dataclass(frozen=True)

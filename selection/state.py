@@ -76,6 +76,8 @@ class Group:
     modes: set[str] = field(default_factory=set)
     # A derivative change reaching only templates whose bodies compute no gradients.
     gradient_free: bool = False
+    # A change confined to failing paths reaching only templates that handle no errors.
+    error_free: bool = False
     verdict: Verdict | None = None
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from selection.devices import names_other_device
 from selection.dtypes_eval import DtypeEvaluator
-from selection.gradients import callable_index, computes_gradients, traces
+from selection.gradients import callable_index, computes_gradients, handles_errors, traces
 from selection.pyast import Symbol, module_symbols
 
 OPS_DECORATORS = {"ops": "opinfo", "modules": "moduleinfo"}
@@ -55,6 +55,9 @@ class Template:
     # Whether it traces what it tests (torch.compile, FakeTensor, make_fx, export, meta
     # tensors): only then do Python decompositions and meta kernels run. None: not known.
     traces: bool | None = None
+    # Whether it handles errors itself (assertRaises, a `try`, error inputs): only then can a
+    # change of what a failure raises or says matter to it. None: not known.
+    handles_errors: bool | None = None
 
     @property
     def qualname(self) -> str:
@@ -322,5 +325,6 @@ def parse_test_module(
                 template.refs = template.symbol.refs if template.symbol else frozenset()
                 template.computes_gradients = computes_gradients(template.symbol, callables)
                 template.traces = traces(template.symbol, callables)
+                template.handles_errors = handles_errors(template.symbol, callables)
                 module.templates.append(template)
     return module

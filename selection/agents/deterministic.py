@@ -68,6 +68,17 @@ class DeterministicAgent:
                 priority,
                 self.name,
             )
+        if group.error_free:
+            return Verdict(
+                "not_needed",
+                "the change is confined to what runs when something fails (what is raised, "
+                "a failed check's message), and these templates handle no errors (no "
+                "assertRaises, try or error inputs in their bodies or the helpers they "
+                "call): a test that passes never runs it, one that fails still fails",
+                0.75,
+                priority,
+                self.name,
+            )
         if kind == "derivative" and group.gradient_free:
             return Verdict(
                 "not_needed",

@@ -69,6 +69,9 @@ def _group_payload(group: Group, max_examples: int) -> dict[str, object]:
         "dtypes": sorted(group.dtypes),
         "manifest_modes": sorted(group.modes),
         "templates_compute_gradients": "no" if group.gradient_free else "yes or not known",
+        "change_only_on_failing_paths_templates_handle_errors": (
+            "no" if group.error_free else "yes, not known, or not such a change"
+        ),
         "examples": group.node_ids[:max_examples],
     }
 

@@ -31,6 +31,8 @@ ANALYSERS = (
     "selection.python.names",
     "selection.python.load_time",
     "selection.python.nested",
+    "selection.python.failure_paths",
+    "selection.gradients",
     "selection.observed",
     "selection.links.registrations",
     "selection.model",

@@ -13,7 +13,9 @@ from collections.abc import Set
 
 from selection.agents import TriageAgent
 from selection.agents.deterministic import DeterministicAgent
+from selection.mapping import MAX_CAUSES
 from selection.model import Candidate, Cause, Dropped, StageReport
+from selection.python.failure_paths import FAILURE_PATH
 from selection.state import Group, PipelineState, Verdict
 
 MODE_WEIGHT = {"mandatory_success": 1.0, "xfail_strict": 0.9, "xfail": 0.75}
@@ -28,33 +30,38 @@ def root_cause(candidate: Candidate) -> tuple[Cause, Cause]:
 
 
 GRADIENT_FREE = " (templates that compute no gradients)"
+ERROR_FREE = " (templates that handle no errors)"
+Templates = Set[tuple[str, str, str]]  # (file, class, method)
 
 
 def build_groups(
     candidates: dict[str, Candidate],
-    gradient_free: Set[tuple[str, str, str]] = frozenset(),
+    gradient_free: Templates = frozenset(),
+    error_free: Templates = frozenset(),
 ) -> list[Group]:
     """Group by root cause. A derivative change's instances are split by whether their
-    template computes gradients (`gradient_free` holds those that do not, by file, class
-    and method), since only the others can reach the changed formula."""
+    template computes gradients (`gradient_free` holds those that do not), since only the
+    others can reach the changed formula; a change confined to failing paths, by whether
+    their template handles errors (`error_free` holds those that do not), since only the
+    others can tell what a failure raises or says."""
     groups: dict[str, Group] = {}
     reaches: dict[str, dict[str, int]] = {}  # group -> map link summaries -> instances
     for node_id, candidate in candidates.items():
         detect, how = root_cause(candidate)
         inst = candidate.instance
-        free = (
-            how.kind == "derivative"
-            and (inst.file, inst.test_class, inst.template) in gradient_free
-        )
+        template = (inst.file, inst.test_class, inst.template)
+        free = template in gradient_free and _every(candidate, "map", "derivative")
+        no_errors = template in error_free and _every(candidate, "detect", FAILURE_PATH)
         key = f"{how.kind}|{detect.summary}" + ("|gradient-free" if free else "")
+        key += "|error-free" if no_errors else ""
         group_id = "g" + hashlib.sha1(key.encode()).hexdigest()[:10]
         group = groups.get(group_id)
         if group is None:
             same = detect is how or detect.summary == how.summary  # a canary's one cause
             summary = detect.summary if same else f"{detect.summary} -> {how.summary}"
-            summary += GRADIENT_FREE if free else ""
+            summary += (GRADIENT_FREE if free else "") + (ERROR_FREE if no_errors else "")
             group = groups[group_id] = Group(group_id, Cause("triage", how.kind, summary))
-            group.gradient_free = free
+            group.gradient_free, group.error_free = free, no_errors
         group.node_ids.append(node_id)
         links = reaches.setdefault(group_id, {})
         links[how.summary] = links.get(how.summary, 0) + 1
@@ -68,6 +75,14 @@ def build_groups(
     for group_id, group in groups.items():
         _name_the_links(group, reaches[group_id])
     return sorted(groups.values(), key=lambda g: (-len(g.node_ids), g.group_id))
+
+
+def _every(candidate: Candidate, stage: str, kind: str) -> bool:
+    """Whether every change reaching the candidate is of that kind at that stage (a test
+    another change reaches too runs for that one). A candidate that names MAX_CAUSES
+    changes may be reached by more, unnamed: not known, so no."""
+    causes = [c for c in candidate.causes if c.stage == stage]
+    return 0 < len(causes) < MAX_CAUSES and all(c.kind == kind for c in causes)
 
 
 def _name_the_links(group: Group, links: dict[str, int]) -> None:
@@ -123,14 +138,14 @@ def _manifest_change_groups(groups: list[Group]) -> list[str]:
     ]
 
 
-def _gradient_free_templates(state: PipelineState) -> set[tuple[str, str, str]]:
+def _templates_without(state: PipelineState, trait: str) -> set[tuple[str, str, str]]:
+    """The templates whose body was read and lacks `trait` (computes_gradients,
+    handles_errors): a template not seen has every trait."""
     universe = state.universe
     if universe is None:
         return set()
     return {
-        (t.file, t.test_class, t.method)
-        for t in universe.templates
-        if t.computes_gradients is False
+        (t.file, t.test_class, t.method) for t in universe.templates if getattr(t, trait) is False
     }
 
 
@@ -141,7 +156,11 @@ class TriageStage:
         self.agent: TriageAgent = agent or DeterministicAgent()
 
     def run(self, state: PipelineState) -> StageReport:
-        groups = build_groups(state.candidates, _gradient_free_templates(state))
+        groups = build_groups(
+            state.candidates,
+            _templates_without(state, "computes_gradients"),
+            _templates_without(state, "handles_errors"),
+        )
         verdicts = self.agent.decide(groups) if groups else {}
         kept: dict[str, Candidate] = {}
         counts = {

@@ -160,3 +160,19 @@ def test_a_kernel_change_still_runs_the_forward_only_templates(
     state = select(head)
     assert {"test_out_mul_spyre_float32", "test_grad_mul_spyre_float32"} <= ids(state)
     assert all(g.verdict is not None and g.verdict.decision == "run" for g in state.groups)
+
+
+def test_a_forward_only_test_another_change_reaches_too_still_runs(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    upstream.reset()
+    upstream.edit(DERIVATIVES, "mul_tensor_backward(grad, other,", "grad * other.conj(),")
+    upstream.edit(
+        "torchgen/packaged/ATen/native/native_functions.yaml",
+        "CompositeExplicitAutograd: mul",
+        "CompositeExplicitAutograd: mul_v2",
+    )
+    state = select(upstream.commit("mul's derivative and its kernel"))
+    assert {"test_out_mul_spyre_float32", "test_grad_mul_spyre_float32"} <= ids(state)
+    dropped = {d.node_id.rsplit("::", 1)[-1]: d.reason for d in state.dropped}
+    assert "test_out_mul_spyre_float32" not in dropped

@@ -119,16 +119,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = write_manifest(tmp_path_factory.mktemp("manifests"))
-    text = path.read_text(encoding="utf-8")
-    path.write_text(
-        text.replace(
-            "- TestCommon::test_out\n",
-            "- TestCommon::test_out\n            - TestCommon::test_grad\n",
-        ),
-        encoding="utf-8",
-    )
-    return path
+    return write_manifest(tmp_path_factory.mktemp("manifests"), also=("TestCommon::test_grad",))
 
 
 def test_a_derivative_change_runs_only_the_templates_that_compute_gradients(

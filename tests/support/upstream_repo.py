@@ -344,7 +344,11 @@ def build_upstream(root: Path) -> UpstreamRepo:
     return upstream
 
 
-def write_manifest(directory: Path) -> Path:
+def write_manifest(directory: Path, also: tuple[str, ...] = ()) -> Path:
+    """The fixture manifest; `also`: more `Class::method` names run like TestCommon::test_out."""
+    text = textwrap.dedent(MANIFEST).lstrip("\n")
+    listed = "".join(f"            - {name}\n" for name in also)
+    text = text.replace("- TestCommon::test_out\n", "- TestCommon::test_out\n" + listed, 1)
     path = directory / "fixture_manifest.yaml"
-    path.write_text(textwrap.dedent(MANIFEST).lstrip("\n"), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path

@@ -140,7 +140,9 @@ class ScopeStage:
         root = Cause("detect", "machinery", cause.summary)
         added = 0
         for stratum, members, name in _strata(pool, per_op):
-            if any(m.node_id in kept for m in members):
+            covering = next((kept[m.node_id] for m in members if m.node_id in kept), None)
+            if covering is not None:
+                _covers(covering, root, cause)
                 continue
             chosen = min(members, key=lambda m: _spread(m, stratum))
             candidate = Candidate(chosen, [root, cause])
@@ -153,6 +155,14 @@ class ScopeStage:
             kept[chosen.node_id] = candidate
             added += 1
         return added
+
+
+def _covers(candidate: Candidate, root: Cause, cause: Cause) -> None:
+    """A kept test stands for a canary's stratum: say so in its causes (once), so triage,
+    which drops a test only when every change naming it allows that, never drops it and
+    leaves the stratum without a test."""
+    if not any(c.stage == "detect" and c.kind == root.kind for c in candidate.causes):
+        candidate.causes.extend((root, Cause("map", "canary", f"stands for {cause.summary}")))
 
 
 Stratum = tuple[str, ...]

@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from selection import model
 from selection.gradients import callable_index, handles_errors
 from selection.pyast import module_symbols
-from selection.python.failure_paths import confined_to_failure
+from selection.python.failure_paths import FAILURE_PATH, FAILURE_PATH_NOTE, confined_to_failure
+from selection.stages.scope import _covers
+from selection.stages.triage import build_groups
 from selection.state import PipelineState
 from tests.selection.conftest import Select, ids
 from tests.support.upstream_repo import UpstreamRepo, build_upstream, write_manifest
@@ -41,10 +44,6 @@ FAILURE_ONLY = {
     "a check's lambda message": ('got {x.ndim}")', 'got {x.ndim} dims")'),
     "an assert's message": ('"empty"', 'f"empty: {x}"'),
     "a message put together before the raise": ('"is not supported"', '"unsupported"'),
-    "a check's message, lambda to constant": (
-        'lambda: f"expected 2 dims, got {x.ndim}"',
-        '"expected 2 dims"',
-    ),
 }
 
 ON_THE_SUCCESS_PATH = {
@@ -61,7 +60,104 @@ ON_THE_SUCCESS_PATH = {
         'lambda: f"expected 2 dims, got {x.ndim}"',
         'f"expected 2 dims, got {x.ndim}"',
     ),
+    # _check_with of 2.13 raises TypeError for a message that is not callable
+    "a check's message, lambda to constant": (
+        'lambda: f"expected 2 dims, got {x.ndim}"',
+        '"expected 2 dims"',
+    ),
+    "an other method named _check": ("torch._check(", "self._check("),
+    "a loop variable's method called in the tail": (
+        "        msg =",
+        "        for p in self.hooks:\n            p.remove()\n        msg =",
+    ),
 }
+
+
+OTHER_SHAPES = {
+    "which exception a condition in the tail chooses": (
+        """
+def f(x):
+    if x is None:
+        if x > 0:
+            raise ValueError("m")
+        else:
+            raise TypeError("m")
+    return x
+""",
+        ("x > 0", "x > 5"),
+    ),
+    "an exception kept in a name": (
+        """
+def f(x):
+    if x is None:
+        err = ValueError("m")
+        raise err
+    return x
+""",
+        ("ValueError", "TypeError"),
+    ),
+    "an exception a helper makes": (
+        """
+def f(x):
+    if x is None:
+        raise make_error("value", "m")
+    return x
+""",
+        ('"value"', '"type"'),
+    ),
+    "data an exception carries": (
+        """
+def f(x, func):
+    if x is None:
+        raise UnsupportedOperatorException(func)
+    return x
+""",
+        ("(func)", "(x)"),
+    ),
+    "a finally that returns what the tail assigned": (
+        """
+def f(x):
+    try:
+        if x is None:
+            y = 1
+            raise ValueError("m")
+    finally:
+        return y
+""",
+        ("y = 1", "y = 2"),
+    ),
+    "a global the tail writes": (
+        """
+def f(x):
+    global FAILURES
+    if x is None:
+        FAILURES = 1
+        raise ValueError("m")
+    return x
+""",
+        ("FAILURES = 1", "FAILURES = 2"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", OTHER_SHAPES.values(), ids=list(OTHER_SHAPES))
+def test_a_failure_that_can_change_its_type_or_state_is_not_confined(
+    case: tuple[str, tuple[str, str]],
+) -> None:
+    source, (old, new) = case
+    assert old in source
+    assert not confined_to_failure(_function(source), _function(source.replace(old, new)))
+
+
+def test_a_message_an_exception_class_is_given_is_blanked_its_data_kept() -> None:
+    source = """
+def f(x, func):
+    if x is None:
+        raise UnsupportedOperatorException(func, f"no {func}")
+    return x
+"""
+    edited = source.replace('f"no {func}"', '"unsupported"')
+    assert confined_to_failure(_function(source), _function(edited))
 
 
 @pytest.mark.parametrize("edit", FAILURE_ONLY.values(), ids=list(FAILURE_ONLY))
@@ -237,3 +333,18 @@ def test_a_test_another_change_reaches_too_still_runs(
     state = select(upstream.commit("a message and mul's kernel"))
     assert {"test_out_mul_spyre_float32", "test_errors_mul_spyre_float32"} <= ids(state)
     assert "test_out_mul_spyre_float32" not in _dropped(state)
+
+
+def test_a_test_standing_for_a_canary_stratum_is_not_dropped() -> None:
+    """Scope lets a kept test stand for a machinery canary's stratum; were triage to drop it
+    as error-free, the stratum would be left without a test."""
+    inst = model.TestInstance(
+        "test/test_ops.py", "TestCommon", "TestCommonPRIVATEUSE1", "test_out", "test_out_mul"
+    )
+    failure = model.Cause("detect", FAILURE_PATH, f"f modified {FAILURE_PATH_NOTE}")
+    reached = model.Candidate(inst, [failure, model.Cause("map", "library", "calls f")])
+    template = {(inst.file, inst.test_class, inst.template)}
+    assert build_groups({inst.node_id: reached}, error_free=template)[0].error_free
+    _covers(reached, model.Cause("detect", "machinery", "g"), model.Cause("map", "canary", "g"))
+    groups = build_groups({inst.node_id: reached}, error_free=template)
+    assert not groups[0].error_free

@@ -131,7 +131,8 @@ class MemoLedger:
     _modules: int = -1
     _varying: list[Any] = field(default_factory=list)
     _constant: list[Any] = field(default_factory=list)
-    _footprints: dict[int, Footprint] = field(default_factory=dict)
+    # id(cache) -> (the cache, kept alive so its id is never another's; its footprint)
+    _footprints: dict[int, tuple[Any, Footprint]] = field(default_factory=dict)
 
     def _refresh(self) -> None:
         # Walking every torch module's namespace costs ~35 ms; it only changes when modules
@@ -169,26 +170,32 @@ class MemoLedger:
 
     def _footprint(self, cache: Any, seen: frozenset[int] = frozenset()) -> Footprint:
         known = self._footprints.get(id(cache))
-        if known is not None:
-            return known
+        if known is not None and known[0] is cache:
+            return known[1]
         for varying in self._varying:  # so what it calls with arguments runs again here
             varying.cache_clear()
         before = self.uses()
-        function = cache.__wrapped__  # not the cache: its value stays the one the pair used
-        footprint = self.observe(_quietly(function))
+        run = _Quiet(cache.__wrapped__)  # not the cache: its value stays the pair's
+        footprint = self.observe(run)
         after = self.uses()
         for inner in self._constant:
             if id(inner) not in seen | {id(cache)} and after[id(inner)] > before[id(inner)]:
                 footprint = footprint | self._footprint(inner, seen | {id(cache)})
-        self._footprints[id(cache)] = footprint
+        if not run.raised:  # a run cut short is no footprint: it stays cleared per pair
+            self._footprints[id(cache)] = (cache, footprint)
         return footprint
 
 
-def _quietly(function: Callable[[], object]) -> Callable[[], object]:
-    def run() -> object:
-        try:
-            return function()
-        except Exception:  # it raised in the pair too (a raising call is not memoized)
-            return None
+@dataclass
+class _Quiet:
+    """Runs a memo's function once more; an exception ends the run (and is remembered)."""
 
-    return run
+    function: Callable[[], object]
+    raised: bool = False
+
+    def __call__(self) -> object:
+        try:
+            return self.function()
+        except Exception:
+            self.raised = True
+            return None

@@ -68,6 +68,15 @@ def table():
 @functools.lru_cache
 def per_argument(x):
     return helper() + x
+
+CALLS = []
+
+@functools.cache
+def once_only():
+    CALLS.append(1)
+    if len(CALLS) > 1:
+        raise RuntimeError("already initialised")
+    return helper()
 """
 
 
@@ -126,3 +135,15 @@ def test_a_memo_taking_arguments_is_still_cleared_before_each_pair(
     ledger.before_pair()
     assert memo_module.per_argument.cache_info().currsize == 0
     assert not is_constant(memo_module.per_argument) and is_constant(memo_module.table)
+
+
+def test_a_memo_whose_second_run_raises_learns_no_footprint_and_stays_cleared(
+    memo_module: types.ModuleType,
+) -> None:
+    ledger = MemoLedger(observe=observe)
+    before = ledger.before_pair()
+    memo_module.once_only()  # the pair fills it; the ledger's own run then raises
+    ledger.credit(before, ledger.uses())
+    assert memo_module.once_only.cache_info().currsize == 1
+    ledger.before_pair()
+    assert memo_module.once_only.cache_info().currsize == 0  # cleared: no footprint kept

@@ -18,7 +18,12 @@ from selection.stages.scope import _covers
 from selection.stages.triage import build_groups
 from selection.state import PipelineState
 from tests.selection.conftest import Select, ids
-from tests.support.upstream_repo import UpstreamRepo, build_upstream, write_manifest
+from tests.support.upstream_repo import (
+    MUL_KERNEL_EDIT,
+    UpstreamRepo,
+    build_upstream,
+    write_manifest,
+)
 
 
 def _function(source: str) -> list[ast.AST]:
@@ -325,11 +330,7 @@ def test_a_test_another_change_reaches_too_still_runs(
 ) -> None:
     upstream.reset()
     upstream.edit(DATABASE, MESSAGE, '"a dtype is required"')
-    upstream.edit(
-        "torchgen/packaged/ATen/native/native_functions.yaml",
-        "CompositeExplicitAutograd: mul",
-        "CompositeExplicitAutograd: mul_v2",
-    )
+    upstream.edit(*MUL_KERNEL_EDIT)
     state = select(upstream.commit("a message and mul's kernel"))
     assert {"test_out_mul_spyre_float32", "test_errors_mul_spyre_float32"} <= ids(state)
     assert "test_out_mul_spyre_float32" not in _dropped(state)

@@ -13,7 +13,12 @@ from selection import gradients
 from selection.gradients import callable_index, computes_gradients
 from selection.pyast import module_symbols
 from tests.selection.conftest import Select, ids
-from tests.support.upstream_repo import UpstreamRepo, build_upstream, write_manifest
+from tests.support.upstream_repo import (
+    MUL_KERNEL_EDIT,
+    UpstreamRepo,
+    build_upstream,
+    write_manifest,
+)
 
 HELPERS = """
 class Base:
@@ -143,11 +148,7 @@ def test_a_derivative_change_runs_only_the_templates_that_compute_gradients(
 def test_a_kernel_change_still_runs_the_forward_only_templates(
     upstream: UpstreamRepo, select: Select
 ) -> None:
-    head = upstream.change(
-        "torchgen/packaged/ATen/native/native_functions.yaml",
-        "CompositeExplicitAutograd: mul",
-        "CompositeExplicitAutograd: mul_v2",
-    )
+    head = upstream.change(*MUL_KERNEL_EDIT)
     state = select(head)
     assert {"test_out_mul_spyre_float32", "test_grad_mul_spyre_float32"} <= ids(state)
     assert all(g.verdict is not None and g.verdict.decision == "run" for g in state.groups)
@@ -158,11 +159,7 @@ def test_a_forward_only_test_another_change_reaches_too_still_runs(
 ) -> None:
     upstream.reset()
     upstream.edit(DERIVATIVES, "mul_tensor_backward(grad, other,", "grad * other.conj(),")
-    upstream.edit(
-        "torchgen/packaged/ATen/native/native_functions.yaml",
-        "CompositeExplicitAutograd: mul",
-        "CompositeExplicitAutograd: mul_v2",
-    )
+    upstream.edit(*MUL_KERNEL_EDIT)
     state = select(upstream.commit("mul's derivative and its kernel"))
     assert {"test_out_mul_spyre_float32", "test_grad_mul_spyre_float32"} <= ids(state)
     dropped = {d.node_id.rsplit("::", 1)[-1]: d.reason for d in state.dropped}

@@ -11,6 +11,7 @@ these and restarts one that dies or hangs.
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import json
 import os
@@ -54,6 +55,13 @@ class _UntilCompiled:
             yield step
 
 
+def settle_garbage() -> None:
+    """Collect what is unreachable now. Finalizers (a compiled frame's `CleanupHook`, a
+    weakref callback) otherwise run whenever the cycle collector next fires, which may be in
+    a later pair's eager window: that pair would be credited with code it never needed."""
+    gc.collect()
+
+
 def observe(thunk: Callable[[], object]) -> Footprint:
     """What `thunk` executes, seen by the same probes as a pair's steps."""
     aten: set[str] = set()
@@ -76,6 +84,7 @@ def record_pair(
     # so memoized code is credited to every pair relying on it
     uses = [LEDGER.before_pair()]
     status, steps, errors = "ok", 0, 0
+    settle_garbage()  # what earlier pairs left is credited to none
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
         # Steps are planned as they run (a backward step exists once its forward ran), the
@@ -84,9 +93,11 @@ def record_pair(
         eager = _UntilCompiled(planned)
         with aten_ops(aten), python_calls(calls):
             steps, errors = _run(eager)
+            settle_garbage()  # the eager steps' own garbage, while their probes watch
         uses.append(LEDGER.uses())
         with aten_ops(compiled_aten), python_calls(compiled_calls):
             more, more_errors = _run(itertools.chain(eager.rest, planned))
+            settle_garbage()
         uses.append(LEDGER.uses())
         steps, errors = steps + more, errors + more_errors
     except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)
@@ -176,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         if not warmed:
             row = _after_warmup(row, record_pair(entries, pair, settings, resolver))
             warmed = True
+            # what lives now (torch, the OpInfo databases) is never scanned again: each
+            # pair's collections then cost what that pair allocated
+            gc.freeze()
         answers.write(json.dumps(row) + "\n")
         answers.flush()
     return 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import pytest
 import torch
@@ -106,3 +108,30 @@ def test_what_only_torch_compile_runs_is_recorded_apart_from_the_eager_paths() -
     # one sample per path: eager, method, in-place, out=, backward, compile and the
     # backward through the compiled forward
     assert row["steps"] == 7
+
+
+class _Frame:
+    cycle: object
+
+
+def test_garbage_an_earlier_pair_left_is_freed_before_a_pair_and_credited_to_none() -> None:
+    """A compiled frame of an earlier pair, freed by the cycle collector, runs Dynamo's
+    `CleanupHook`. Left to the collector's timing it ran in some later pair's eager window
+    (768 tests of 2.13 -> 2.14 showed it as run by their eager paths)."""
+    from torch._dynamo.utils import CleanupHook
+
+    scope: dict[str, object] = {}
+    frame = _Frame()
+    frame.cycle = frame  # only the cycle collector frees it
+    weakref.finalize(frame, CleanupHook.create(scope, "__compiled_fn_0", 1))
+    del frame
+    entries, resolver = Entries(), SymbolResolver(torch_root())
+    settings = RunSettings(device="spyre", max_samples=1, paths=("eager",))
+    gc.disable()  # the collector has not fired yet when the pair starts
+    try:
+        row = record_pair(entries, ("opinfo", "neg", "float32"), settings, resolver)
+    finally:
+        gc.enable()
+    assert row["status"] == "ok"
+    assert scope == {}  # the hook has run, before the pair's windows opened
+    assert "torch/_dynamo/utils.py::CleanupHook.__call__" not in row["functions"]  # type: ignore[operator]

@@ -11,7 +11,6 @@ these and restarts one that dies or hangs.
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
 import json
 import os
@@ -25,6 +24,7 @@ import torch
 
 from spyre_ci.deps import ALL_PATHS, COMPILED_PATHS
 from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
+from spyre_ci.deps.garbage import Collector, young
 from spyre_ci.deps.memos import Footprint, MemoLedger
 from spyre_ci.deps.paths import RunSettings, Step
 from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
@@ -55,17 +55,11 @@ class _UntilCompiled:
             yield step
 
 
-def settle_garbage() -> None:
-    """Collect what is unreachable now. Finalizers (a compiled frame's `CleanupHook`, a
-    weakref callback) otherwise run whenever the cycle collector next fires, which may be in
-    a later pair's eager window: that pair would be credited with code it never needed."""
-    gc.collect()
-
-
 def observe(thunk: Callable[[], object]) -> Footprint:
     """What `thunk` executes, seen by the same probes as a pair's steps."""
     aten: set[str] = set()
     calls = PythonCalls()
+    young()  # a footprint is kept for every later pair: no stranger's finalizer in it
     with aten_ops(aten), python_calls(calls):
         thunk()
     return Footprint(frozenset(calls.code_keys()), frozenset(aten))
@@ -73,6 +67,7 @@ def observe(thunk: Callable[[], object]) -> Footprint:
 
 # One per device process: memos outlive pairs (spyre_ci.deps.memos).
 LEDGER = MemoLedger(observe=observe)
+COLLECTOR = Collector()
 
 
 def record_pair(
@@ -82,9 +77,10 @@ def record_pair(
     compiled_aten: set[str] = set()
     calls, compiled_calls = PythonCalls(), PythonCalls()
     # so memoized code is credited to every pair relying on it
-    uses = [LEDGER.before_pair()]
+    LEDGER.before_pair()
+    COLLECTOR.between_pairs()  # what earlier pairs left (and the cleared memos) is old now
+    uses = [LEDGER.uses()]
     status, steps, errors = "ok", 0, 0
-    settle_garbage()  # what earlier pairs left is credited to none
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
         # Steps are planned as they run (a backward step exists once its forward ran), the
@@ -93,11 +89,11 @@ def record_pair(
         eager = _UntilCompiled(planned)
         with aten_ops(aten), python_calls(calls):
             steps, errors = _run(eager)
-            settle_garbage()  # the eager steps' own garbage, while their probes watch
+            young()  # the eager steps' own garbage, while their probes watch
         uses.append(LEDGER.uses())
         with aten_ops(compiled_aten), python_calls(compiled_calls):
             more, more_errors = _run(itertools.chain(eager.rest, planned))
-            settle_garbage()
+            young()  # the compiled steps' own
         uses.append(LEDGER.uses())
         steps, errors = steps + more, errors + more_errors
     except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)
@@ -187,9 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         if not warmed:
             row = _after_warmup(row, record_pair(entries, pair, settings, resolver))
             warmed = True
-            # what lives now (torch, the OpInfo databases) is never scanned again: each
-            # pair's collections then cost what that pair allocated
-            gc.freeze()
+            COLLECTOR.settle()
         answers.write(json.dumps(row) + "\n")
         answers.flush()
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import threading
 import weakref
@@ -12,6 +13,7 @@ import torch
 import torch_spyre_ref  # noqa: F401  (registers the device)
 from spyre_ci.deps import ALL_PATHS
 from spyre_ci.deps.execute import Entries
+from spyre_ci.deps.garbage import young
 from spyre_ci.deps.paths import RunSettings
 from spyre_ci.deps.probes import PythonCalls, adopt_on_backward, aten_ops, python_calls
 from spyre_ci.deps.symbols import SymbolResolver
@@ -114,24 +116,32 @@ class _Frame:
     cycle: object
 
 
-def test_garbage_an_earlier_pair_left_is_freed_before_a_pair_and_credited_to_none() -> None:
+def _neg_after_the_collector_ran(x: torch.Tensor) -> torch.Tensor:
+    young()  # as the collector does in a window, at whatever allocation it likes
+    return torch.neg(x)
+
+
+def test_garbage_an_earlier_pair_left_is_credited_to_no_pair() -> None:
     """A compiled frame of an earlier pair, freed by the cycle collector, runs Dynamo's
     `CleanupHook`. Left to the collector's timing it ran in some later pair's eager window
     (768 tests of 2.13 -> 2.14 showed it as run by their eager paths)."""
     from torch._dynamo.utils import CleanupHook
 
+    neg = copy.copy(Entries().find("opinfo", "neg"))
+    neg.op = _neg_after_the_collector_ran
+    entries, resolver = Entries(_ops={"neg": neg}), SymbolResolver(torch_root())
     scope: dict[str, object] = {}
     frame = _Frame()
     frame.cycle = frame  # only the cycle collector frees it
     weakref.finalize(frame, CleanupHook.create(scope, "__compiled_fn_0", 1))
     del frame
-    entries, resolver = Entries(), SymbolResolver(torch_root())
     settings = RunSettings(device="spyre", max_samples=1, paths=("eager",))
-    gc.disable()  # the collector has not fired yet when the pair starts
+    gc.disable()  # the collector fires only where the pair's op makes it fire
     try:
         row = record_pair(entries, ("opinfo", "neg", "float32"), settings, resolver)
+        freed = scope == {}
     finally:
         gc.enable()
-    assert row["status"] == "ok"
-    assert scope == {}  # the hook has run, before the pair's windows opened
+    assert row["status"] == "ok" and row["steps"] == 1
+    assert freed
     assert "torch/_dynamo/utils.py::CleanupHook.__call__" not in row["functions"]  # type: ignore[operator]

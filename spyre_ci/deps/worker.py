@@ -24,7 +24,7 @@ import torch
 
 from spyre_ci.deps import ALL_PATHS, COMPILED_PATHS
 from spyre_ci.deps.execute import Entries, Pair, error_head, open_device, pair_steps, run_steps
-from spyre_ci.deps.garbage import Collector, young
+from spyre_ci.deps.garbage import Collector, close_window, open_window
 from spyre_ci.deps.memos import Footprint, MemoLedger
 from spyre_ci.deps.paths import RunSettings, Step
 from spyre_ci.deps.probes import PythonCalls, aten_ops, python_calls
@@ -59,9 +59,10 @@ def observe(thunk: Callable[[], object]) -> Footprint:
     """What `thunk` executes, seen by the same probes as a pair's steps."""
     aten: set[str] = set()
     calls = PythonCalls()
-    young()  # a footprint is kept for every later pair: no stranger's finalizer in it
+    open_window()  # a footprint is kept for every later pair: no stranger's finalizer in it
     with aten_ops(aten), python_calls(calls):
         thunk()
+        close_window()
     return Footprint(frozenset(calls.code_keys()), frozenset(aten))
 
 
@@ -78,7 +79,7 @@ def record_pair(
     calls, compiled_calls = PythonCalls(), PythonCalls()
     # so memoized code is credited to every pair relying on it
     LEDGER.before_pair()
-    COLLECTOR.between_pairs()  # what earlier pairs left (and the cleared memos) is old now
+    COLLECTOR.between_pairs()
     uses = [LEDGER.uses()]
     status, steps, errors = "ok", 0, 0
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -87,13 +88,15 @@ def record_pair(
         # eager paths first: what runs from the first compiled step on counts as compiled.
         planned = iter(pair_steps(entries, pair, settings))
         eager = _UntilCompiled(planned)
+        open_window()  # what earlier pairs left (and the cleared memos) is out of reach
         with aten_ops(aten), python_calls(calls):
             steps, errors = _run(eager)
-            young()  # the eager steps' own garbage, while their probes watch
+            close_window()  # the eager steps' own garbage, while their probes watch
         uses.append(LEDGER.uses())
+        open_window()
         with aten_ops(compiled_aten), python_calls(compiled_calls):
             more, more_errors = _run(itertools.chain(eager.rest, planned))
-            young()  # the compiled steps' own
+            close_window()
         uses.append(LEDGER.uses())
         steps, errors = steps + more, errors + more_errors
     except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)
@@ -183,7 +186,6 @@ def main(argv: list[str] | None = None) -> int:
         if not warmed:
             row = _after_warmup(row, record_pair(entries, pair, settings, resolver))
             warmed = True
-            COLLECTOR.settle()
         answers.write(json.dumps(row) + "\n")
         answers.flush()
     return 0

@@ -1,4 +1,4 @@
-"""The recording worker's collection schedule (spyre_ci.deps.garbage), in this process."""
+"""The recording worker's collection fences (spyre_ci.deps.garbage), in this process."""
 
 from __future__ import annotations
 
@@ -8,61 +8,64 @@ from collections.abc import Iterator
 
 import pytest
 
-from spyre_ci.deps.garbage import Collector
+from spyre_ci.deps.garbage import Collector, close_window, open_window
 
 
 class _Node:
     cycle: object
 
 
-def _old_cycle(freed: list[str]) -> None:
+def _cycle(freed: list[str]) -> _Node:
     node = _Node()
     node.cycle = node  # only the cycle collector frees it
     weakref.finalize(node, freed.append, "freed")
-    gc.collect()  # it survives a collection: old now
+    return node
 
 
-@pytest.fixture
-def settled() -> Iterator[Collector]:
-    saved = gc.get_threshold()
-    collector = Collector(full_every=5)
-    collector.settle()
+@pytest.fixture(autouse=True)
+def _unfrozen() -> Iterator[None]:
+    enabled = gc.isenabled()
     try:
-        yield collector
+        yield
     finally:
         gc.unfreeze()
-        gc.set_threshold(*saved)
+        if enabled:
+            gc.enable()
 
 
-def test_settling_freezes_what_lives(settled: Collector) -> None:
-    assert gc.get_freeze_count() > 0
-
-
-def test_an_old_cycle_is_freed_only_between_pairs_never_by_what_a_window_allocates(
-    settled: Collector,
-) -> None:
+def test_garbage_from_before_a_window_is_out_of_reach_of_every_collection_inside() -> None:
     freed: list[str] = []
-    _old_cycle(freed)
-    for _ in range(20):  # far past the young generations' thresholds
-        garbage = [[i] for i in range(50_000)]
-        del garbage
-    assert freed == []  # no collection on the collector's own reached it
-    for _ in range(4):
-        settled.between_pairs()  # young collections: it is old
+    node = _cycle(freed)
+    gc.collect()  # old now: a young collection before the window does not free it
+    del node
+    open_window()
+    gc.collect()  # the collector, however old the generation it collects
+    close_window()
     assert freed == []
-    settled.between_pairs()  # the fifth pair: a full collection
+    collector = Collector(full_every=3)
+    collector.between_pairs()
+    collector.between_pairs()
+    assert freed == []
+    collector.between_pairs()  # the third pair: everything
     assert freed == ["freed"]
 
 
-def test_young_garbage_is_freed_between_pairs(settled: Collector) -> None:
+def test_young_garbage_is_freed_as_a_window_opens_before_it_can_count() -> None:
     freed: list[str] = []
     gc.disable()
-    try:
-        node = _Node()
-        node.cycle = node
-        weakref.finalize(node, freed.append, "freed")
-        del node
-        settled.between_pairs()
-    finally:
-        gc.enable()
+    node = _cycle(freed)
+    del node
+    assert freed == []  # the collector is off: nothing freed it yet
+    open_window()
+    assert freed == ["freed"]
+
+
+def test_a_window_frees_all_it_left_unreachable_even_what_grew_old_inside_it() -> None:
+    freed: list[str] = []
+    open_window()
+    node = _cycle(freed)
+    gc.collect()
+    gc.collect()  # a long compile: the collector has promoted it to the old generation
+    del node
+    close_window()
     assert freed == ["freed"]

@@ -13,7 +13,6 @@ import torch
 import torch_spyre_ref  # noqa: F401  (registers the device)
 from spyre_ci.deps import ALL_PATHS
 from spyre_ci.deps.execute import Entries
-from spyre_ci.deps.garbage import young
 from spyre_ci.deps.paths import RunSettings
 from spyre_ci.deps.probes import PythonCalls, adopt_on_backward, aten_ops, python_calls
 from spyre_ci.deps.symbols import SymbolResolver
@@ -117,7 +116,7 @@ class _Frame:
 
 
 def _neg_after_the_collector_ran(x: torch.Tensor) -> torch.Tensor:
-    young()  # as the collector does in a window, at whatever allocation it likes
+    gc.collect()  # as the collector may, in the middle of a pair
     return torch.neg(x)
 
 
@@ -130,18 +129,18 @@ def test_garbage_an_earlier_pair_left_is_credited_to_no_pair() -> None:
     neg = copy.copy(Entries().find("opinfo", "neg"))
     neg.op = _neg_after_the_collector_ran
     entries, resolver = Entries(_ops={"neg": neg}), SymbolResolver(torch_root())
+    settings = RunSettings(device="spyre", max_samples=1, paths=("eager",))
     scope: dict[str, object] = {}
     frame = _Frame()
     frame.cycle = frame  # only the cycle collector frees it
     weakref.finalize(frame, CleanupHook.create(scope, "__compiled_fn_0", 1))
+    gc.collect()  # it has lived through collections: old, as an earlier pair's frame is
     del frame
-    settings = RunSettings(device="spyre", max_samples=1, paths=("eager",))
-    gc.disable()  # the collector fires only where the pair's op makes it fire
     try:
         row = record_pair(entries, ("opinfo", "neg", "float32"), settings, resolver)
-        freed = scope == {}
     finally:
-        gc.enable()
+        gc.unfreeze()
     assert row["status"] == "ok" and row["steps"] == 1
-    assert freed
     assert "torch/_dynamo/utils.py::CleanupHook.__call__" not in row["functions"]  # type: ignore[operator]
+    gc.collect()
+    assert scope == {}  # freed once everything is collected

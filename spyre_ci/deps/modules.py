@@ -63,6 +63,8 @@ def _backward(info: Any, dtype: torch.dtype, device: str, item: Any, seed: int) 
 def _compiled_forward(
     kept: dict[str, Any], info: Any, dtype: torch.dtype, settings: RunSettings, item: Any
 ) -> Any:
+    if kept.pop("first", False):  # one fresh compilation per pair, inside the compiled path
+        torch._dynamo.reset()
     kept["module"] = _build(info, dtype, settings.device, item)
     compiled = torch.compile(kept["module"], backend=settings.compile_backend)
     kept["out"] = _forward(compiled, item)
@@ -74,9 +76,11 @@ def _compiled(
 ) -> Iterator[Step]:
     seed = settings.seed
     items = _inputs(info, dtype, settings, grad=backward)[: settings.compile_samples]
-    torch._dynamo.reset()
+    # Dynamo is reset by the first compile step, not here: the planner runs this far while
+    # the eager paths' probes watch (worker.record_pair), and a reset frees the compiled
+    # frames of earlier pairs (Dynamo's CleanupHook ran "eagerly" for 84 ModuleInfo pairs).
     for i, item in enumerate(items):
-        kept: dict[str, Any] = {}
+        kept: dict[str, Any] = {"first": i == 0}
         yield Step("compile", i, seeded(seed, _compiled_forward, kept, info, dtype, settings, item))
         if backward and "out" in kept:  # the caller has run the step above by now
             inputs = _params_and_inputs(kept["module"], item)

@@ -144,3 +144,15 @@ def test_garbage_an_earlier_pair_left_is_credited_to_no_pair() -> None:
     assert "torch/_dynamo/utils.py::CleanupHook.__call__" not in row["functions"]  # type: ignore[operator]
     gc.collect()
     assert scope == {}  # freed once everything is collected
+
+
+def test_a_module_pairs_fresh_compilation_belongs_to_its_compiled_paths() -> None:
+    """Resetting Dynamo frees earlier pairs' compiled frames: it is the compiled path's
+    set-up, never something a `test_modules` template that does not compile runs."""
+    settings = RunSettings(device="spyre", max_samples=1, compile_samples=1)
+    row = record_pair(
+        Entries(), ("moduleinfo", "nn.ReLU", "float32"), settings, SymbolResolver(torch_root())
+    )
+    assert row["status"] == "ok"
+    assert "torch/_dynamo/__init__.py::reset" not in row["functions"]  # type: ignore[operator]
+    assert "torch/_dynamo/__init__.py::reset" in row["compiled_functions"]  # type: ignore[operator]

@@ -141,7 +141,7 @@ def test_garbage_an_earlier_pair_left_is_credited_to_no_pair() -> None:
     finally:
         gc.unfreeze()
     assert row["status"] == "ok" and row["steps"] == 1
-    assert "torch/_dynamo/utils.py::CleanupHook.__call__" not in row["functions"]  # type: ignore[operator]
+    assert "torch/_dynamo/utils.py::CleanupHook.__call__" not in row["functions"]
     gc.collect()
     assert scope == {}  # freed once everything is collected
 
@@ -154,5 +154,5 @@ def test_a_module_pairs_fresh_compilation_belongs_to_its_compiled_paths() -> Non
         Entries(), ("moduleinfo", "nn.ReLU", "float32"), settings, SymbolResolver(torch_root())
     )
     assert row["status"] == "ok"
-    assert "torch/_dynamo/__init__.py::reset" not in row["functions"]  # type: ignore[operator]
-    assert "torch/_dynamo/__init__.py::reset" in row["compiled_functions"]  # type: ignore[operator]
+    assert "torch/_dynamo/__init__.py::reset" not in row["functions"]
+    assert "torch/_dynamo/__init__.py::reset" in row["compiled_functions"]

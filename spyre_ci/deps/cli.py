@@ -6,6 +6,7 @@ Bad input is one line on stderr and exit 2.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import time
@@ -127,6 +128,8 @@ def record_command(**kw: Any) -> None:
     out: Path | None = kw["out"]
     if out is not None and not out.parent.is_dir():
         _fail(f"--out {out}: directory {out.parent} does not exist")
+    cache = kw["cache_dir"] or default_cache()
+    _check_storable(cache / "deps")
     pairs = _pairs(kw["manifests"], kw["capabilities"], keep)
     paths = (
         ALL_PATHS if kw["compile_samples"] else tuple(p for p in ALL_PATHS if "compile" not in p)
@@ -148,7 +151,6 @@ def record_command(**kw: Any) -> None:
         click.echo("interrupted: nothing written (the previous map, if any, is kept)", err=True)
         sys.exit(130)
     doc = recording.document(options, options.paths)
-    cache = kw["cache_dir"] or default_cache()
     stored = _store(cache, doc, out)
     failed = sum(r["status"] != "ok" for r in recording.rows)
     click.echo(
@@ -158,6 +160,18 @@ def record_command(**kw: Any) -> None:
     )
     if out is not None:
         click.echo(f"wrote {out} (the map as a JSON artifact)")
+
+
+def _check_storable(directory: Path) -> None:
+    """Fail before recording, not after it (a whole scope takes 20 minutes), when the map
+    could not be stored there. Nothing is created yet."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        _fail(f"--cache-dir: {existing}: not a directory")
+    if not os.access(existing, os.W_OK):
+        _fail(f"--cache-dir: {existing}: not writable")
 
 
 def _store(cache: Path, doc: dict[str, Any], out: Path | None) -> Path:

@@ -94,6 +94,18 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert len(err.strip().splitlines()) == 1 and message in err, err
 
 
+def test_a_cache_that_cannot_hold_the_map_is_refused_before_recording(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    code, _, err = _run(
+        "record", "--ops", "add", "--dtypes", "float32", "--quiet",
+        "--cache-dir", str(tmp_path / "a-file" / "sub"),
+    )  # fmt: skip
+    assert code == 2
+    # the check made before any worker starts (storing after recording says "<cache>/deps:
+    # Not a directory", 20 minutes later on a whole scope)
+    assert err.strip() == f"error: --cache-dir: {tmp_path / 'a-file'}: not a directory"
+
+
 def test_a_backend_that_does_not_import_is_bad_input(tmp_path: Path) -> None:
     code, _, err = _run(
         "record", "--ops", "add", "--dtypes", "float32", "--backend-module", "no_such_backend",

@@ -61,9 +61,14 @@ def _backward(info: Any, dtype: torch.dtype, device: str, item: Any, seed: int) 
 
 
 def _compiled_forward(
-    kept: dict[str, Any], info: Any, dtype: torch.dtype, settings: RunSettings, item: Any
+    kept: dict[str, Any],
+    info: Any,
+    dtype: torch.dtype,
+    settings: RunSettings,
+    item: Any,
+    first: bool,
 ) -> Any:
-    if kept.pop("first", False):  # one fresh compilation per pair, inside the compiled path
+    if first:  # one fresh compilation per pair, inside the compiled path
         torch._dynamo.reset()
     kept["module"] = _build(info, dtype, settings.device, item)
     compiled = torch.compile(kept["module"], backend=settings.compile_backend)
@@ -80,8 +85,9 @@ def _compiled(
     # the eager paths' probes watch (worker.record_pair), and a reset frees the compiled
     # frames of earlier pairs (Dynamo's CleanupHook ran "eagerly" for 84 ModuleInfo pairs).
     for i, item in enumerate(items):
-        kept: dict[str, Any] = {"first": i == 0}
-        yield Step("compile", i, seeded(seed, _compiled_forward, kept, info, dtype, settings, item))
+        kept: dict[str, Any] = {}
+        forward = seeded(seed, _compiled_forward, kept, info, dtype, settings, item, i == 0)
+        yield Step("compile", i, forward)
         if backward and "out" in kept:  # the caller has run the step above by now
             inputs = _params_and_inputs(kept["module"], item)
             yield Step("compile_backward", i, seeded(seed, grad_of_kept, kept, inputs, seed))

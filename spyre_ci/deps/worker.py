@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,14 +56,22 @@ class _UntilCompiled:
             yield step
 
 
+@contextmanager
+def _window(aten: set[str], calls: PythonCalls) -> Iterator[None]:
+    """The probes, fenced from the collector (spyre_ci.deps.garbage): what earlier windows
+    left is out of reach, and what this one left unreachable is freed while they watch."""
+    open_window()
+    with aten_ops(aten), python_calls(calls):
+        yield
+        close_window()
+
+
 def observe(thunk: Callable[[], object]) -> Footprint:
     """What `thunk` executes, seen by the same probes as a pair's steps."""
     aten: set[str] = set()
     calls = PythonCalls()
-    open_window()  # a footprint is kept for every later pair: no stranger's finalizer in it
-    with aten_ops(aten), python_calls(calls):
+    with _window(aten, calls):  # a footprint is kept for every later pair
         thunk()
-        close_window()
     return Footprint(frozenset(calls.code_keys()), frozenset(aten))
 
 
@@ -88,15 +97,11 @@ def record_pair(
         # eager paths first: what runs from the first compiled step on counts as compiled.
         planned = iter(pair_steps(entries, pair, settings))
         eager = _UntilCompiled(planned)
-        open_window()  # what earlier pairs left (and the cleared memos) is out of reach
-        with aten_ops(aten), python_calls(calls):
+        with _window(aten, calls):
             steps, errors = _run(eager)
-            close_window()  # the eager steps' own garbage, while their probes watch
         uses.append(LEDGER.uses())
-        open_window()
-        with aten_ops(compiled_aten), python_calls(compiled_calls):
+        with _window(compiled_aten, compiled_calls):
             more, more_errors = _run(itertools.chain(eager.rest, planned))
-            close_window()
         uses.append(LEDGER.uses())
         steps, errors = steps + more, errors + more_errors
     except Exception as exc:  # the pair's set-up failed (unknown entry, sample generation)

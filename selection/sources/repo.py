@@ -15,6 +15,8 @@ import git
 
 from selection.errors import BadInput, FetchError
 from selection.model import Revision
+from selection.sources.mirror import FORMAT_FILE
+from selection.sources.wheels import wanted_member
 
 PR_REFS = (
     "refs/pull/{n}/head",
@@ -126,11 +128,19 @@ def apply_diff(
     repo: git.Repo, base: Revision, diff_file: Path, patch: str
 ) -> tuple[Revision, list[str]]:
     """Commit object of `base` + the diff (`patch`: its text, from `read_diff`); returns it
-    and the paths left out (not in base)."""
+    and the paths left out: those the base tree cannot hold (see `_cannot_hold`). A path it
+    could hold but lacks means the diff was written for another tree: it does not apply."""
     base_tree = repo.commit(base.sha).tree
-    excluded = [
+    missing = [
         p for p in _patched_paths(patch) if not _in_tree(base_tree, p) and not _is_new(patch, p)
     ]
+    excluded = [p for p in missing if _cannot_hold(base_tree, p)]
+    for path in missing:
+        if path not in excluded:
+            raise BadInput(
+                f"--diff {diff_file} does not apply to {base.label}: {path}: no such file in "
+                "the base tree (a new file is written as `--- /dev/null`)"
+            )
     fd, index = tempfile.mkstemp(prefix="spyre-ci-index-")
     os.close(fd)
     env = {**os.environ, "GIT_INDEX_FILE": index}
@@ -164,6 +174,18 @@ def _patched_paths(patch: str) -> list[str]:
 def _is_new(patch: str, path: str) -> bool:
     marker = f"--- /dev/null\n+++ b/{path}"
     return marker in patch or f"--- /dev/null\n+++ {path}" in patch
+
+
+def _cannot_hold(tree: git.Tree, path: str) -> bool:
+    """Whether `path` lies outside what the base tree keeps, so its absence says nothing
+    about the diff: a release mirror keeps only the wheel's Python sources and YAML files
+    (and `test/` when the release's test tree was fetched); a clone, every directory it has."""
+    if _in_tree(tree, FORMAT_FILE):
+        if path.startswith("test/"):
+            return not _in_tree(tree, "test")
+        return not wanted_member(path)
+    top = path.split("/", 1)[0]
+    return "/" in path and not _in_tree(tree, top)
 
 
 def _in_tree(tree: git.Tree, path: str) -> bool:

@@ -454,27 +454,64 @@ def test_a_diff_that_does_not_apply_says_why_on_one_line_with_the_path_format(
         assert ("a/torch/... and b/torch/..." in line) is hint
 
 
-def test_a_diff_of_a_file_the_base_tree_lacks_is_a_blind_spot_not_dropped(
+def test_a_diff_of_a_file_the_base_tree_cannot_hold_is_a_blind_spot_not_dropped(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    """A release wheel has no test/ tree: a hunk there cannot be analysed, so its file's
-    tests run and the report says why (before, only a note in selection.json said so)."""
-    patch = tmp_path / "absent.patch"
+    """A release mirror keeps only a wheel's Python sources and YAML: a hunk of a C++ file
+    cannot be analysed there, so every test runs and the report says why; a Python file the
+    mirror would keep but lacks is still a diff that does not apply."""
+    from selection.sources.mirror import FORMAT_FILE, MIRROR_FORMAT
+
+    clone = git.Repo.clone_from(str(upstream.path), tmp_path / "mirror-shaped")
+    (Path(clone.working_dir) / FORMAT_FILE).write_text(MIRROR_FORMAT)
+    clone.index.add([FORMAT_FILE])
+    clone.index.commit("a release mirror's format marker")
+    cpp = "torch/csrc/autograd/FunctionsManual.cpp"
+    hunks = {
+        cpp: "@@ -1,2 +1,2 @@\n #include <x>\n-int a = 1;\n+int a = 2;\n",
+        "torch/absent.py": "@@ -1,2 +1,2 @@\n import torch\n-x = 1\n+x = 2\n",
+    }
+    outcomes = {}
+    for path, hunk in hunks.items():
+        patch = tmp_path / "absent.patch"
+        patch.write_text(f"--- a/{path}\n+++ b/{path}\n{hunk}")
+        out = tmp_path / path.replace("/", "-")
+        args = mode_args(upstream, ["--from", "HEAD", "--diff", str(patch)], manifest, out)
+        args[args.index(str(upstream.path))] = str(clone.working_dir)
+        outcomes[path] = (run_select(args, tmp_path / "cache"), out)
+    (code, _, _), out = outcomes[cpp]
+    assert code == EXIT_SELECTED
+    doc = json.loads((out / "selection.json").read_text())
+    assert any(
+        f"{cpp} could not be analysed" in spot and "has no such file" in spot
+        for spot in doc["blind_spots"]
+    )
+    assert cpp in (out / "report.md").read_text()
+    (code, _, stderr), out = outcomes["torch/absent.py"]
+    assert code == EXIT_BAD_INPUT and "torch/absent.py: no such file" in stderr
+    assert not (out / "selection.json").exists()
+
+
+def test_a_diff_of_a_file_the_base_tree_would_hold_but_lacks_does_not_apply(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """A misspelt or stale path under a directory the base has is a diff written for another
+    tree: one line naming the path, exit 2, no report (it selected everything, exit 0)."""
+    patch = tmp_path / "typo.patch"
+    missing = "torch/nn/functionl.py"
     patch.write_text(
-        "--- a/test/test_absent.py\n+++ b/test/test_absent.py\n"
-        "@@ -1,2 +1,2 @@\n import torch\n-x = 1\n+x = 2\n"
+        f"--- a/{missing}\n+++ b/{missing}\n@@ -1,2 +1,2 @@\n def relu(input):\n"
+        "-    return input.clamp(min=0)\n+    return input\n"
     )
     out = tmp_path / "out"
-    run_select(
+    code, _, stderr = run_select(
         mode_args(upstream, ["--from", upstream.base, "--diff", str(patch)], manifest, out),
         tmp_path / "cache",
     )
-    doc = json.loads((out / "selection.json").read_text())
-    assert any(
-        "test/test_absent.py could not be analysed" in spot and "has no such file" in spot
-        for spot in doc["blind_spots"]
-    )
-    assert "test/test_absent.py" in (out / "report.md").read_text()
+    assert code == EXIT_BAD_INPUT
+    (line,) = [x for x in stderr.splitlines() if x.startswith("error:")]
+    assert f"does not apply to {upstream.base}: {missing}: no such file" in line
+    assert not (out / "selection.json").exists()
 
 
 def test_a_small_share_of_the_reused_tests_is_not_shown_as_zero() -> None:

@@ -173,7 +173,7 @@ def _mode_record(run: ModeRun, truth: set[str], single: bool) -> dict[str, Any]:
 
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
-        from selection.sources.deps_store import StaleMap, load_observed
+        from selection.sources.deps_store import UnusableMap, load_observed
         from spyre_ci.deps.scope import installed_torch_root
 
         self.args = args
@@ -183,7 +183,7 @@ class Bench:
         check_installed(self.sources, torch_root)
         try:
             self.observed = load_observed(self.cache, VERSION, "spyre")
-        except StaleMap as exc:  # the recorded mode is then static, and says so
+        except UnusableMap as exc:  # the recorded mode is then static, and says so
             print(f"recorded map not used: {exc}", file=sys.stderr)
             self.observed = None
         self.work = Path(tempfile.mkdtemp(prefix="spyre-ci-mutations-"))

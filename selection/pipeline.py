@@ -25,7 +25,7 @@ from selection.observed import ObservedMap
 from selection.sources import repo as repo_source
 from selection.sources.analysis_cache import AnalysisCache
 from selection.sources.deps_artifact import BadArtifact, read_artifact
-from selection.sources.deps_store import StaleMap, load_observed, public_version
+from selection.sources.deps_store import UnusableMap, load_observed, public_version
 from selection.sources.mirror import Mirror
 from selection.sources.release_tests import (
     ReleaseTestSource,
@@ -281,11 +281,8 @@ def _observed(
     version = base_torch_version(base, trees)
     try:
         found = load_observed(options.cache, version, device) if version else None
-    except StaleMap as exc:
-        return None, (
-            f"recorded dependencies: not used, {exc}: static links only "
-            "(record it again with `spyre-ci deps record`)"
-        )
+    except UnusableMap as exc:
+        return None, f"recorded dependencies: not used, {exc}: static links only"
     if found is None:
         return None, (
             f"recorded dependencies: none for torch {version or '(unknown version)'} on {device} "

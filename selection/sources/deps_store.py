@@ -176,15 +176,41 @@ def summarize(path: Path) -> MapSummary:
     )  # fmt: skip
 
 
-def list_maps(cache_dir: Path) -> list[MapSummary]:
-    """Every readable map in the cache (unreadable files are skipped)."""
-    found = []
+@dataclass(frozen=True)
+class UnreadableMap:
+    """A file named like a map that SQLite cannot read as one (corrupt, truncated, not a
+    database, no such tables)."""
+
+    path: Path
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.path} is not a readable map ({self.reason}): record it again or delete it"
+
+    def could_serve(self, torch_version: str, device: str) -> bool:
+        """Whether its name says it would serve (torch_version, device) (see the module
+        docstring): then its absence must be said, not passed over."""
+        stem = self.path.name.removeprefix("torch-").removesuffix(".sqlite")
+        version, _, named_device = stem.rpartition("--")
+        return named_device == _UNSAFE.sub("_", device) and public_version(
+            version
+        ) == public_version(_UNSAFE.sub("_", torch_version))
+
+
+def scan_maps(cache_dir: Path) -> tuple[list[MapSummary], list[UnreadableMap]]:
+    """The readable maps in the cache, and the files named like maps that are not."""
+    found, unreadable = [], []
     for path in sorted(deps_dir(cache_dir).glob("torch-*.sqlite")):
         try:
             found.append(summarize(path))
-        except sqlite3.Error:
-            continue
-    return found
+        except (sqlite3.Error, ValueError) as exc:  # ValueError: meta JSON that is not
+            unreadable.append(UnreadableMap(path, str(exc) or type(exc).__name__))
+    return found, unreadable
+
+
+def list_maps(cache_dir: Path) -> list[MapSummary]:
+    """Every readable map in the cache (see `scan_maps` for the others)."""
+    return scan_maps(cache_dir)[0]
 
 
 def public_version(version: str) -> str:
@@ -214,7 +240,11 @@ def find_map(cache_dir: Path, torch_version: str, device: str) -> Path | None:
     return chosen.path if chosen is not None else None
 
 
-class StaleMap(Exception):
+class UnusableMap(Exception):
+    """The map that would serve cannot be used; the message says which file and why."""
+
+
+class StaleMap(UnusableMap):
     """A map written by an older recorder, whose figures mean something else now."""
 
 
@@ -243,11 +273,16 @@ def stale_because(version: int) -> str:
 def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedMap | None:
     """The recorded map serving (torch_version, device), or None when there is none.
 
-    Reads SQLite only (no torch). A map that cannot be read counts as absent; one of an
-    older schema raises StaleMap (the caller says so: it is not silently used).
+    Reads SQLite only (no torch). A map of another schema raises StaleMap, and a file that
+    would serve but cannot be read raises UnusableMap naming it (the caller says so: neither
+    is passed over in silence).
     """
-    chosen = choose_map(list_maps(cache_dir), torch_version, device)
+    maps, unreadable = scan_maps(cache_dir)
+    chosen = choose_map(maps, torch_version, device)
     if chosen is None:
+        serving = [u for u in unreadable if u.could_serve(torch_version, device)]
+        if serving:
+            raise UnusableMap(serving[0].describe())
         return None
     path, version = chosen.path, chosen.schema_version
     try:
@@ -259,11 +294,12 @@ def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedM
         if version != SCHEMA_VERSION:
             raise StaleMap(
                 f"{path} was recorded by an older spyre-ci (map schema {version}, this one "
-                f"reads {SCHEMA_VERSION}: {stale_because(version)})"
+                f"reads {SCHEMA_VERSION}: {stale_because(version)}); record it again with "
+                "`spyre-ci deps record`"
             )
         return _observed_from(path)
-    except sqlite3.Error:
-        return None
+    except (sqlite3.Error, KeyError) as exc:  # KeyError: a use of a name the map lacks
+        raise UnusableMap(UnreadableMap(path, str(exc) or type(exc).__name__).describe()) from exc
 
 
 def _observed_from(path: Path) -> ObservedMap:

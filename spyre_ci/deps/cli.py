@@ -23,10 +23,10 @@ from rich.table import Table
 from selection.observed import SCHEMA_VERSION, Pair
 from selection.sources.deps_artifact import BadArtifact, read_artifact, write_artifact
 from selection.sources.deps_store import (
-    list_maps,
     map_path,
     merged,
     read_document,
+    scan_maps,
     summarize,
     write_document,
 )
@@ -179,7 +179,8 @@ def _store(cache: Path, doc: dict[str, Any], out: Path | None) -> Path:
     target = map_path(cache, doc["torch_version"], doc["device"])
     try:
         old = read_document(target) if target.is_file() else None
-    except sqlite3.Error:
+    except (sqlite3.Error, ValueError) as exc:
+        click.echo(f"replacing {target}: not a readable map ({exc})", err=True)
         old = None
     if old is not None and old.get("schema_version") != doc.get("schema_version"):
         # an older recorder's pairs mean something else: replaced, not merged
@@ -231,8 +232,11 @@ def export_command(torch_version: str, device: str, out: Path, cache_dir: Path |
     from selection.sources.deps_store import choose_map
 
     cache = cache_dir or default_cache()
-    maps = list_maps(cache)
+    maps, unreadable = scan_maps(cache)
     chosen = choose_map(maps, torch_version, device)
+    serving = [u for u in unreadable if u.could_serve(torch_version, device)]
+    if chosen is None and serving:
+        _fail(serving[0].describe())
     if chosen is None:
         have = ", ".join(f"{m.torch_version} on {m.device}" for m in maps) or "none"
         _fail(f"no map recorded for torch {torch_version} on {device} in {cache} (maps: {have})")
@@ -268,9 +272,11 @@ def import_command(file: Path, cache_dir: Path | None) -> None:
 def show_command(cache_dir: Path | None, failures: bool) -> None:
     """The recorded maps in the cache: torch version, device, pairs, failures."""
     cache = cache_dir or default_cache()
-    maps = list_maps(cache)
+    maps, unreadable = scan_maps(cache)
+    for bad in unreadable:  # on stderr, so the table stays what a script reads
+        click.echo(f"warning: {bad.describe()}", err=True)
     if not maps:
-        click.echo(f"no recorded maps in {cache / 'deps'}")
+        click.echo(f"no readable recorded maps in {cache / 'deps'}")
         return
     table = Table("torch", "device", "recorded at", "pairs", "failed", "schema", "file")
     for m in maps:

@@ -106,6 +106,28 @@ def test_a_cache_that_cannot_hold_the_map_is_refused_before_recording(tmp_path: 
     assert err.strip() == f"error: --cache-dir: {tmp_path / 'a-file'}: not a directory"
 
 
+def test_show_and_export_name_a_corrupt_map(tmp_path: Path) -> None:
+    """`deps show` lists the readable maps and warns, on stderr, of each file it cannot
+    read; `export` of the version that file would serve fails naming it (both passed over
+    it in silence: "no recorded maps", "no map recorded")."""
+    cache = tmp_path / "cache"
+    bad = cache / "deps" / "torch-2.13.0+cpu--spyre.sqlite"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("not sqlite")
+    code, out, err = _run("show", "--cache-dir", str(cache))
+    assert code == 0 and "no readable recorded maps" in out
+    assert err.strip() == (
+        f"warning: {bad} is not a readable map (file is not a database): record it again or "
+        "delete it"
+    )
+    code, _, err = _run(
+        "export", "--torch-version", "2.13.0", "--device", "spyre", "--out",
+        str(tmp_path / "x.json"), "--cache-dir", str(cache),
+    )  # fmt: skip
+    assert code == 2 and f"{bad} is not a readable map" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_a_backend_that_does_not_import_is_bad_input(tmp_path: Path) -> None:
     code, _, err = _run(
         "record", "--ops", "add", "--dtypes", "float32", "--backend-module", "no_such_backend",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,14 @@ from selection.observed import SCHEMA_VERSION, ObservedMap
 from selection.sources.deps_artifact import read_artifact, write_artifact
 from selection.sources.deps_store import (
     StaleMap,
+    UnusableMap,
     find_map,
     list_maps,
     load_observed,
     map_path,
     merged,
     read_document,
+    scan_maps,
     write_document,
 )
 
@@ -179,13 +182,35 @@ def test_partial_recording_replaces_only_its_pairs() -> None:
     ]
 
 
-def test_unreadable_file_is_no_map(tmp_path: Path) -> None:
+def test_an_unreadable_map_is_named_not_passed_over(tmp_path: Path) -> None:
+    """A corrupt file that would serve the version asked for is not a missing map: the
+    loader names it and why (select then says so, instead of silently going static)."""
     (tmp_path / "deps").mkdir()
-    (tmp_path / "deps" / "torch-2.13.0--spyre.sqlite").write_text("not sqlite")
+    bad = tmp_path / "deps" / "torch-2.13.0+cpu--spyre.sqlite"
+    bad.write_text("not sqlite")
     assert list_maps(tmp_path) == []
-    assert load_observed(tmp_path, "2.13.0", "spyre") is None
+    ((unreadable,),) = [scan_maps(tmp_path)[1]]
+    assert unreadable.path == bad and "not a database" in unreadable.reason
+    with pytest.raises(UnusableMap, match=re.escape(f"{bad} is not a readable map (file is not a")):
+        load_observed(tmp_path, "2.13.0", "spyre")
+    assert load_observed(tmp_path, "2.14.0", "spyre") is None  # it would not serve that
+    assert load_observed(tmp_path, "2.13.0", "openreg") is None
     with pytest.raises(sqlite3.DatabaseError):
-        read_document(tmp_path / "deps" / "torch-2.13.0--spyre.sqlite")
+        read_document(bad)
+
+
+def test_a_map_with_a_damaged_table_is_named(tmp_path: Path) -> None:
+    """Readable meta but a broken uses table (a partial copy, a hand edit): the loader names
+    the file rather than returning a map that lacks what the pairs ran."""
+    path = write_document(tmp_path, _doc())
+    connection = sqlite3.connect(path)
+    connection.execute("DROP TABLE uses")
+    connection.commit()
+    connection.close()
+    with pytest.raises(
+        UnusableMap, match=re.escape(f"{path} is not a readable map (no such table")
+    ):
+        load_observed(tmp_path, "2.13.0", "spyre")
 
 
 def test_a_map_of_an_older_schema_is_not_used_and_says_why(tmp_path: Path) -> None:

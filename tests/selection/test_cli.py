@@ -86,6 +86,22 @@ def test_a_map_from_the_cache_is_named_by_its_file_and_recording_date(
     assert f"torch 9.1.0 on spyre from {stored}, recorded 2026-11-30T08:00:00Z" in deps_line
 
 
+def test_a_corrupt_map_in_the_cache_is_named_not_passed_over(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    """A map file that cannot be read falls back to static links, and the report names the
+    file and why (it read as if no map had ever been recorded)."""
+    bad = tmp_path / "cache" / "deps" / "torch-9.1.0--spyre.sqlite"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)  # a truncated copy
+    out = tmp_path / "out"
+    code, _, _ = run_select(range_args(upstream, canary_head, manifest, out), tmp_path / "cache")
+    assert code == EXIT_SELECTED
+    deps_line = next(x for x in (out / "report.md").read_text().splitlines() if "Dependencies" in x)
+    assert f"not used, {bad} is not a readable map (" in deps_line
+    assert deps_line.endswith("static links only")
+
+
 def test_reports_are_self_contained_and_name_the_causes(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:

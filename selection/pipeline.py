@@ -7,6 +7,7 @@ range or a pull request in a PyTorch clone, or a diff file applied onto a base.
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -286,10 +287,25 @@ def _observed(
     if found is None:
         return None, (
             f"recorded dependencies: none for torch {version or '(unknown version)'} on {device} "
-            "in the cache: static links only (record one with `spyre-ci deps record`)"
+            f"in the cache: static links only ({_how_to_record(version)})"
         )
     return found, (
         f"recorded dependencies: {found.describe()}, {len(found.recorded)} (op, dtype) pairs"
+    )
+
+
+def _how_to_record(version: str) -> str:
+    """`deps record` records the torch it runs with: for another release, say where."""
+    try:
+        installed = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        installed = ""
+    if version and public_version(installed) == public_version(version):
+        return "record one with `spyre-ci deps record`"
+    return (
+        f"`spyre-ci deps record` records the installed torch ({installed or 'none'}): record "
+        f"in an environment with torch=={public_version(version) or '<version>'}, then "
+        "`spyre-ci deps import` its artifact here"
     )
 
 

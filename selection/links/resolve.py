@@ -246,9 +246,11 @@ def _with_observed(
     entries = index.memo("resolve.pair_entries", dict)
     done: set[Pair] = set()
     found = result.by_pair
+    # the second path reaches only the tests that trace their op (compile, fake tensors,
+    # make_fx, export): say that, not "compiled", to a fake-tensor test's reader
     result.observed_evidence = tuple(
-        (*first.evidence, Step("", "", f"executed when it {path} {where}"))
-        for path in ("ran", "ran compiled")
+        (*first.evidence, Step("", "", f"executed when {path} {where}"))
+        for path in ("it ran", "its op was traced (recorded under torch.compile)")
     )
     for path, (pairs, traced_only) in enumerate(runs):
         for pair in sorted(pairs - done):

@@ -69,10 +69,18 @@ def _near(releases: dict[tuple[int, int, int], str], wanted: tuple[int, int]) ->
         below = [k for k in by_line if k < wanted]
         above = [k for k in by_line if k > wanted]
         chosen = ([max(below)] if below else []) + ([min(above)] if above else [])
+        if len(chosen) == 1 and not _adjacent(chosen[0], wanted):
+            # beyond the ends and not next to them (2.99): the far end is not "near"
+            which = "newest" if below else "oldest"
+            return f"; the {which} release is {releases[max(by_line[chosen[0]])]}"
     if not chosen:
         return ""
     parts = [", ".join(releases[k] for k in by_line[line]) for line in chosen]
     return "; patch releases near it: " + "; ".join(parts)
+
+
+def _adjacent(line: tuple[int, int], wanted: tuple[int, int]) -> bool:
+    return line[0] == wanted[0] and abs(line[1] - wanted[1]) == 1
 
 
 def available_versions(package: str = "torch", timeout: float = 120.0) -> list[str]:

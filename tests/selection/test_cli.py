@@ -62,7 +62,10 @@ def test_range_mode_writes_every_output_and_prints_where(
     assert sum(m["tests"] for m in matrix["include"]) == 9
     # which dependency map decided (none here): in the report, not only in selection.json
     deps_line = next(x for x in (out / "report.md").read_text().splitlines() if "Dependencies" in x)
-    assert deps_line.startswith("- Dependencies: recorded dependencies: none for torch")
+    assert deps_line.startswith("- Dependencies: recorded dependencies: none for torch 9.1.0")
+    # deps record records the installed torch (2.13.0), not the base's 9.1.0: say where
+    assert "records the installed torch (2.13.0" in deps_line
+    assert "environment with torch==9.1.0, then `spyre-ci deps import`" in deps_line
 
 
 def test_a_map_from_the_cache_is_named_by_its_file_and_recording_date(

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from selection.observed import SCHEMA_VERSION
-from selection.sources.deps_store import load_observed
+from selection.sources.deps_store import load_observed, map_path
 from spyre_ci.cli import cli
 
 
@@ -20,11 +20,17 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 def test_record_then_export_import_and_load(tmp_path: Path) -> None:
     cache, artifact = tmp_path / "cache", tmp_path / "map.json.gz"
-    code, out, _ = _run(
+    import torch
+
+    corrupt = map_path(cache, torch.__version__, "spyre")  # a damaged earlier map
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_text("not sqlite")
+    code, out, err = _run(
         "record", "--ops", "nn.functional.silu", "--dtypes", "float32", "--max-samples", "1",
         "--jobs", "1", "--cache-dir", str(cache), "--out", str(artifact), "--quiet",
     )  # fmt: skip
     assert code == 0, out
+    assert f"replacing {corrupt}: not a readable map (file is not a database)" in err
     assert "recorded 1 of 1 pairs (0 failed)" in out
     assert f"wrote {artifact} (the map as a JSON artifact)" in out
     doc = json.loads(gzip.decompress(artifact.read_bytes()))

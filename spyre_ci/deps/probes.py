@@ -81,12 +81,16 @@ class PythonCalls:
         """Profile the current (non-calling) thread for this collection from now on."""
         if threading.get_ident() == self.home:
             return
-        current = getattr(_local, "owner", None)
-        if current is self:
+        if getattr(_local, "owner", None) is self:
             return
         previous = getattr(_local, "profiler", None)
         if previous is not None:
             previous.disable()
+        # Let the last collection (and its profilers) go before this one starts: their
+        # stats hold the code objects they saw (an earlier pair's compiled frames among
+        # them), and freeing those runs finalizers (Dynamo's CleanupHook) that are no work
+        # of this pair. No local may keep it past this line.
+        _local.owner = _local.profiler = previous = None
         profiler = cProfile.Profile(subcalls=False, builtins=False)
         self.profilers.append(profiler)
         _local.owner, _local.profiler = self, profiler

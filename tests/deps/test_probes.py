@@ -6,6 +6,8 @@ import copy
 import gc
 import threading
 import weakref
+from collections.abc import Callable
+from types import FunctionType
 
 import pytest
 import torch
@@ -43,6 +45,57 @@ def test_python_backward_on_the_autograd_thread_is_seen() -> None:
     assert threads and threading.get_ident() not in threads  # backward ran elsewhere
     qualnames = {key[2] for key in calls.code_keys()}
     assert "_Doubling.backward" in qualnames
+
+
+class _RunsOnBackward(torch.autograd.Function):
+    """Calls `on_backward["fn"]` on the autograd thread."""
+
+    @staticmethod
+    def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
+        on_backward.pop("fn", lambda: None)()
+        return grad * 2
+
+
+on_backward: dict[str, Callable[[], object]] = {}
+finalized: list[str] = []
+
+
+def _finalizer_ran() -> None:
+    finalized.append("ran")
+
+
+def _backward_under(calls: PythonCalls) -> None:
+    x = torch.ones(3, device="spyre", requires_grad=True)
+    with python_calls(calls):
+        y = _RunsOnBackward.apply(x)
+        adopt_on_backward([y])
+        y.sum().backward()
+
+
+def test_what_an_earlier_collection_held_is_freed_before_the_next_one_profiles() -> None:
+    """A thread's profiler keeps the code objects it saw (an earlier pair's compiled frames):
+    freed when the next pair adopts the thread, their finalizers (Dynamo's CleanupHook) ran
+    under the new profiler, so 79 OpInfo pairs credited CleanupHook to their eager paths."""
+    namespace: dict[str, object] = {}
+    exec("def fresh():\n    return 1\n", namespace)  # a code object only `earlier` will hold
+    fresh = namespace.pop("fresh")
+    assert isinstance(fresh, FunctionType)
+    weakref.finalize(fresh.__code__, _finalizer_ran)
+    on_backward["fn"] = fresh
+    earlier = PythonCalls()
+    _backward_under(earlier)
+    assert "fresh" in {key[2] for key in earlier.code_keys()}
+    del fresh, earlier, namespace
+    gc.collect()
+    assert not finalized  # the autograd thread's profiler still holds the code object
+    later = PythonCalls()
+    _backward_under(later)
+    assert finalized == ["ran"]
+    assert "_finalizer_ran" not in {key[2] for key in later.code_keys()}
 
 
 def test_composite_implicit_ops_are_seen_with_overloads() -> None:

@@ -93,6 +93,10 @@ class NativeChange:
     kind: ChangeKind
     fields: tuple[str, ...] = ()
     other_device_only: bool = False
+    # For a `func.defaults` change: the first argument whose default changed (0-based, in
+    # schema order, `*` not counted): a call passing that many arguments or more is not
+    # affected. None: not known, or not a defaults change.
+    default_from: int | None = None
 
     @property
     def base_name(self) -> str:

@@ -61,6 +61,37 @@ def _func_field(old: object, new: object) -> str:
     return "func"
 
 
+def _arguments(signature: str) -> list[str]:
+    """A schema's arguments in order, `*` left out: `add.Tensor(Tensor self, *, Scalar
+    alpha=1)` -> [`Tensor self`, `Scalar alpha=1`] (parentheses nest: `Tensor(a) self`)."""
+    start = signature.find("(")
+    arguments: list[str] = []
+    depth, current = 0, ""
+    for char in signature[start + 1 :] if start >= 0 else "":
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        if char == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+        else:
+            current += char
+    arguments.append(current.strip())
+    return [a for a in arguments if a and a != "*"]
+
+
+def first_changed_default(old: str, new: str) -> int | None:
+    """The position of the first argument whose default differs between two schemas that
+    differ only in defaults (a default added or removed counts)."""
+    for position, (before, after) in enumerate(zip(_arguments(old), _arguments(new), strict=False)):
+        if before != after:
+            return position
+    return None
+
+
 def _per_key(dispatch: object) -> dict[str, object]:
     """`{"CPU, CUDA": fn}` -> `{"CPU": fn, "CUDA": fn}`: compare kernels key by key."""
     if not isinstance(dispatch, dict):
@@ -106,7 +137,14 @@ def diff_entries(
         elif old[op] != new[op]:  # may still be equal key by key (a dispatch key merged)
             fields, other_only = _changed_fields(old[op], new[op])
             if fields:
+                default_from = (
+                    first_changed_default(str(old[op].get("func")), str(new[op].get("func")))
+                    if FUNC_DEFAULTS in fields
+                    else None
+                )
                 changes.append(
-                    NativeChange(source, op, ChangeKind.modified, tuple(fields), other_only)
+                    NativeChange(
+                        source, op, ChangeKind.modified, tuple(fields), other_only, default_from
+                    )
                 )
     return changes

@@ -67,6 +67,10 @@ class Step:
     path: str
     symbol: str
     how: str  # "@register_decomposition(aten.gelu_backward) (line 253)", "calls F.gelu", ...
+    # A call's argument count, receiver included (`grad.slice(dim, start)`: 3), where every
+    # call the hop stands for is known to pass at least that many: a changed schema default
+    # past them does not reach through this hop. None: not known.
+    arguments: int | None = None
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.symbol}" if self.symbol else self.path
@@ -89,6 +93,8 @@ class Link:
     # The change matters only at call sites that omit an argument (a schema default): the
     # recording, which sees what ran and not how it was called, cannot narrow it.
     by_call_site: bool = False
+    # ... the argument at this position (0-based): a call known to pass it is not a use.
+    default_from: int | None = None
 
 
 @dataclass

@@ -21,18 +21,45 @@ _NOT_FORMULAS = frozenset({"name", "dispatch", "output_differentiability", "resu
 Derived = dict[str, list[tuple[Target, Step]]]  # aten op (base) -> ops its backward calls
 
 
-def formula_calls(entry: dict[str, Any]) -> list[tuple[str, str]]:
-    """(called name, the formula's field) for each call in an entry's formulas.
+def formula_calls(entry: dict[str, Any]) -> list[tuple[str, str, int | None]]:
+    """(called name, the formula's field, the arguments it passes) for each call in an
+    entry's formulas.
 
     Formulas may sit under `dispatch: {Default: {...}, AutogradNestedTensor: {...}}`: each
     dispatch key's formulas count (field named `<key>.<input>`). A call to `foo_symint` is
-    a call to the op `foo` (the SymInt overload the C++ API exposes under that name).
+    a call to the op `foo` (the SymInt overload the C++ API exposes under that name). The
+    arguments count the receiver of a method call (`grad.slice_symint(dim, start, end,
+    step)` passes 5): C++ has no keywords, so a call omits exactly the trailing arguments
+    (None where the parentheses do not close).
     """
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, int | None]] = []
     for field, formula in _formulas(entry):
-        for name in _CALL.findall(formula):
-            found.append((_op_name(name), field))
+        for match in _CALL.finditer(formula):
+            arguments = _arguments_passed(formula, match.end())
+            if arguments is not None and formula[match.start() - 1 : match.start()] == ".":
+                arguments += 1
+            found.append((_op_name(match.group(1)), field, arguments))
     return found
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def _arguments_passed(formula: str, start: int) -> int | None:
+    """The number of arguments of the call whose `(` ends just before `start`."""
+    depth, commas, empty = 0, 0, True
+    for char in formula[start:]:
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            if depth == 0:
+                return 0 if empty else commas + 1
+            depth -= 1
+        elif char == "," and depth == 0:
+            commas += 1
+        if not char.isspace():
+            empty = False
+    return None
 
 
 def _formulas(entry: dict[str, Any]) -> list[tuple[str, str]]:
@@ -58,13 +85,29 @@ def _op_name(called: str) -> str:
 def derivative_uses(
     entries: dict[str, dict[str, Any]], aten_ops: Collection[str], path: str
 ) -> Derived:
-    found: Derived = {}
+    """Per op (base name), the ops its backward formulas call, each once: the step of its
+    call with the fewest arguments, over every overload's formulas (a schema default
+    reaches through the edge only where some call omits it)."""
+    calls: dict[str, dict[str, Step]] = {}
     for overload, entry in entries.items():
-        seen: set[str] = set()
-        for name, field in formula_calls(entry):
-            if name not in aten_ops or name in seen or name == overload.split(".", 1)[0]:
+        base = overload.split(".", 1)[0]
+        for name, field, arguments in formula_calls(entry):
+            if name not in aten_ops or name == base:
                 continue
-            seen.add(name)
-            step = Step(path, overload, f"{field}: calls {name} in its backward formula")
-            found.setdefault(overload.split(".", 1)[0], []).append((Target.aten(name), step))
-    return found
+            known = calls.setdefault(base, {}).get(name)
+            if known is not None and not _fewer(arguments, known.arguments):
+                continue
+            how = f"{field}: calls {name} in its backward formula"
+            calls[base][name] = Step(path, overload, how, arguments)
+    return {
+        base: [(Target.aten(name), step) for name, step in called.items()]
+        for base, called in calls.items()
+    }
+
+
+def _fewer(arguments: int | None, than: int | None) -> bool:
+    """Whether a call passing `arguments` omits more than one passing `than` (unknown: the
+    most it could omit)."""
+    if than is None:
+        return False
+    return arguments is None or arguments < than

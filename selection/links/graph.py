@@ -68,6 +68,18 @@ def every_use(edge: Edge) -> bool:
     return True
 
 
+def omitting(position: int | None) -> Follow:
+    """Every use of a changed default at `position` (as `every_use`), except a call known
+    to pass that argument: `grad.slice_symint(dim, start, end, step)` in a backward formula
+    is no use of `slice`'s default `dim`. Position unknown: every use."""
+
+    def follow(edge: Edge) -> bool:
+        passed = edge.step.arguments
+        return position is None or passed is None or passed <= position
+
+    return follow
+
+
 def _follows_after_registration(edge: Edge) -> bool:
     """Past a registration edge: a use that traces the op together with the op under test
     (an entry dispatching to it or naming the library code it runs -- `op=`, a ModuleInfo's

@@ -37,7 +37,13 @@ class NativeLinks:
             how += " (a default: it matters where a caller omits the argument)"
         step = Step(path, change.op, how)
         kind = "derivative" if change.source == "derivatives" else "native"
-        link = Link(Target.aten(change.op), (step,), traced_only=traced, by_call_site=by_call_site)
+        link = Link(
+            Target.aten(change.op),
+            (step,),
+            traced_only=traced,
+            by_call_site=by_call_site,
+            default_from=change.default_from if by_call_site else None,
+        )
         return Outcome(links=[link], kind=kind)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
-from selection.links.graph import default_follow, every_use
+from selection.links.graph import Follow, default_follow, every_use, omitting
 from selection.links.index import LinkIndex
 from selection.model import TestInstance
 from selection.observed import ObservedMap, Pair
@@ -191,7 +191,9 @@ def resolve(
             return result
     by_call_site = all(link.by_call_site for link in through_graph)
     # (the `limit` count above follows the default rules: a lower bound for such a change)
-    roots = index.graph.reach(through_graph, every_use if by_call_site else default_follow)
+    roots = index.graph.reach(
+        through_graph, _call_sites(through_graph) if by_call_site else default_follow
+    )
     observed = index.observed
     per_link = [_asked(link) for link in through_graph]
     asked = [question for questions in per_link for question in questions]
@@ -206,6 +208,15 @@ def resolve(
         return result
     _with_observed(result, roots, observed, asked, through_graph[0], index, traced, limit, within)
     return result
+
+
+def _call_sites(links: list[Link]) -> Follow:
+    """The uses a default change reaches: calls that may omit the argument (of several
+    changed defaults, the earliest position decides)."""
+    positions = [link.default_from for link in links]
+    if any(p is None for p in positions):
+        return every_use
+    return omitting(min(p for p in positions if p is not None))
 
 
 def _with_observed(

@@ -2,12 +2,14 @@
 the argument: the recorded map (what each pair dispatched, not how it was called) does not
 decide it -- the full mutation run saw `slice.Tensor`'s `dim=0 -> 1` reach 47 % of the scope
 through every pair that sliced -- the static links do (the entries testing the op, the
-Python code calling it)."""
+Python code calling it, the backward formulas whose calls omit the argument: a later one
+selected 17 % through formula calls passing it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from selection.links.derivatives import derivative_uses
 from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
 from tests.support.observed_runs import linked_ops, recorded_map, select_head
 from tests.support.upstream_repo import UpstreamRepo
@@ -37,6 +39,96 @@ def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_
     assert _fields(SCHEMA, SCHEMA.replace(", *, Scalar alpha=1", "")) == ("func",)
     # a default added or removed matters to the same callers: those omitting the argument
     assert _fields(SCHEMA, SCHEMA.replace("alpha=1", "alpha")) == (FUNC_DEFAULTS,)
+
+
+def _default_from(old: str, new: str) -> int | None:
+    (change,) = diff_entries(
+        "native_functions",
+        parse_entries(f"- func: {old}\n", "a.yaml"),
+        parse_entries(f"- func: {new}\n", "b.yaml"),
+    )
+    return change.default_from
+
+
+def test_a_defaults_change_names_the_first_argument_whose_default_changed() -> None:
+    """Counted in schema order with `*` left out, as C++ calls pass them."""
+    assert _default_from(SCHEMA, SCHEMA.replace("alpha=1", "alpha=2")) == 2
+    sliced = (
+        "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt step=1) -> Tensor(a)"
+    )
+    assert _default_from(sliced, sliced.replace("dim=0", "dim=1")) == 1
+    assert _default_from(sliced, sliced.replace("step=1", "step=2")) == 3
+    assert _default_from(SCHEMA, SCHEMA.replace("Scalar alpha", "int alpha")) is None
+
+
+def test_a_backward_formula_call_counts_the_arguments_it_passes() -> None:
+    """The receiver of a method call is one; braces and nested calls hold commas of their own;
+    a call's step keeps the fewest arguments any of the op's formulas pass."""
+    entries = {
+        "slice_scatter": {"src": "grad.slice_symint(dim, start, end, step)"},
+        "cat": {"tensors": "narrow(grad, dim, {sizes[0], sizes[1]}, at::sum(grad, 0))"},
+        "mul.Tensor": {"self": "add(grad, other, 2)"},
+        "mul.Scalar": {"self": "add(grad, other)"},
+        "zeros_like": {"self": "zeros()"},
+    }
+    aten_ops = {"slice", "narrow", "sum", "add", "zeros"}
+    found = derivative_uses(entries, aten_ops, "derivatives.yaml")
+    passed = {(op, used.name): step.arguments for op, uses in found.items() for used, step in uses}
+    assert passed == {
+        ("slice_scatter", "slice"): 5,
+        ("cat", "narrow"): 4,
+        ("cat", "sum"): 2,
+        ("mul", "add"): 2,
+        ("zeros_like", "zeros"): 0,
+    }
+
+
+DERIVATIVES = "torchgen/packaged/autograd/derivatives.yaml"
+
+
+def _mul_backward_calls_add(upstream: UpstreamRepo, call: str) -> str:
+    """A base commit whose derivatives.yaml gives mul a backward formula calling add."""
+    upstream.reset()
+    upstream.write(
+        DERIVATIVES,
+        f"- name: mul.Tensor(Tensor self, Tensor other) -> Tensor\n  self: {call}\n  other: grad\n",
+    )
+    return upstream.commit("mul's backward calls add")
+
+
+def _default_change_from(upstream: UpstreamRepo, base: str, manifest: Path, tmp_path: Path) -> set:
+    upstream.edit(NATIVE, "Scalar alpha=1", "Scalar alpha=2")
+    head = upstream.commit("alpha defaults to 2")
+    old_base, upstream.base = upstream.base, base
+    try:
+        state = select_head(upstream, manifest, head, tmp_path)
+    finally:
+        upstream.base = old_base
+    # what the Map stage reached (the triage then keeps mul's tests only where gradients are
+    # computed, which this fixture's templates never do)
+    assert state.mapped is not None
+    return {
+        c.instance.op
+        for c in state.mapped.candidates.values()
+        if any(cause.stage == "map" and cause.kind != "canary" for cause in c.causes)
+    }
+
+
+def test_a_default_change_reaches_an_op_whose_backward_formula_omits_the_argument(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    base = _mul_backward_calls_add(upstream, "add(grad, other)")
+    assert _default_change_from(upstream, base, manifest, tmp_path) >= {"add", "mul"}
+
+
+def test_control_a_default_change_passes_by_a_backward_formula_passing_the_argument(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`grad.add(other, 3)` passes alpha (the receiver is `self`): mul's gradients do not
+    change with alpha's default."""
+    base = _mul_backward_calls_add(upstream, "grad.add(other, 3)")
+    ops = _default_change_from(upstream, base, manifest, tmp_path)
+    assert "add" in ops and "mul" not in ops
 
 
 def _deps(tmp_path: Path) -> Path:

@@ -22,8 +22,8 @@ from selection.links.registrations import (
     pending_factory_calls,
     registrations_in,
 )
-from selection.pyast import MODULE_SYMBOL, module_symbols
-from selection.python.chains import Chain, chain_of
+from selection.pyast import MODULE_SYMBOL, Symbol, module_symbols
+from selection.python.chains import Chain, aten_in_chain, chain_of
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
@@ -113,9 +113,33 @@ def summarize(
     )
     if is_registration_module(path):
         summary.registrations = registrations_in(path, symbols, summary.aten_aliases)
+        _drop_registered_ops(summary, symbols)
         summary.inferring_factories = inferring_factories(symbols)
         summary.pending_registrations = pending_factory_calls(symbols, summary.aten_aliases)
     return summary
+
+
+def _drop_registered_ops(summary: ModuleSummary, symbols: dict[str, Symbol]) -> None:
+    """A registering decorator's argument names the op the function is registered for, not
+    an op it runs: `@register_op_impl(aten.slice_scatter.default)` on a FakeTensor kernel
+    it shares with `copy` is no use of slice_scatter (read as one, every traced `copy`
+    reached a change to slice_scatter). The registration edge, op -> function, says it."""
+    registered: dict[str, set[str]] = {}
+    for op, function, _how, _line in summary.registrations:
+        registered.setdefault(function, set()).add(op.split(".", 1)[0])
+    for qualname, ops in registered.items():
+        symbol = symbols.get(qualname)
+        node = symbol.nodes[0] if symbol is not None and symbol.nodes else None
+        spans = [(d.lineno, d.end_lineno or d.lineno) for d in getattr(node, "decorator_list", ())]
+        summary.uses[qualname] = tuple(
+            use
+            for use in summary.uses.get(qualname, ())
+            if not (
+                use.how == "argument"
+                and any(first <= use.line <= last for first, last in spans)
+                and (aten_in_chain(use.chain, summary.aten_aliases) or "").split(".", 1)[0] in ops
+            )
+        )
 
 
 def _load_uses(tree: ast.Module, tests: bool) -> tuple[Use, ...]:

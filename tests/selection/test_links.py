@@ -14,7 +14,13 @@ from selection.model import Cause
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.state import PipelineState
 from tests.support.upstream_library import add_library
-from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+from tests.support.upstream_repo import (
+    INTERNAL,
+    MANIFEST,
+    MUL_KERNEL_EDIT,
+    UpstreamRepo,
+    build_upstream,
+)
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 
@@ -123,6 +129,52 @@ def test_a_python_reference_reaches_its_op_through_the_name_its_factory_infers(
     # abs is float32-only here (floating_types()); float64 is outside the device's dtypes
     assert selected(state) == {"test_fake_abs_spyre_float32"}
     assert any("aten_op inferred from the name" in s for s in map_evidence(state))
+
+
+FAKE_IMPLS = """
+import torch
+
+aten = torch.ops.aten
+
+
+def register_op_impl(op):
+    def register(fn):
+        return fn
+
+    return register
+
+
+@register_op_impl(aten.add.Tensor)
+@register_op_impl(
+    aten.mul.Tensor
+)
+def shared_fake_impl(fake_mode, func, *args):
+    return func(*args)
+"""
+
+
+def test_a_kernel_registered_for_two_ops_does_not_make_one_a_user_of_the_other(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """A FakeTensor kernel registered for add and mul runs whichever op is traced: a change
+    to mul's kernel reaches mul's tests, not add's traced ones through the registering
+    decorator naming mul (decorator arguments spanning lines included)."""
+    upstream = library[0]
+    upstream.reset()
+    upstream.write("torch/_subclasses/fake_impls.py", FAKE_IMPLS)
+    base = upstream.commit("one FakeTensor kernel for add and mul")
+    upstream.edit(*MUL_KERNEL_EDIT)
+    head = upstream.commit("mul's kernel")
+    old_base, upstream.base = upstream.base, base
+    try:
+        state = select(library, head, tmp_path)
+    finally:
+        upstream.base = old_base
+        upstream.reset()
+    assert {name.split("_spyre_")[0] for name in selected(state)} == {
+        "test_out_mul",
+        "test_fake_mul",
+    }
 
 
 def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_name(

@@ -63,14 +63,15 @@ def _func_field(old: object, new: object) -> str:
 
 def _arguments(signature: str) -> list[str]:
     """A schema's arguments in order, `*` left out: `add.Tensor(Tensor self, *, Scalar
-    alpha=1)` -> [`Tensor self`, `Scalar alpha=1`] (parentheses nest: `Tensor(a) self`)."""
+    alpha=1)` -> [`Tensor self`, `Scalar alpha=1`] (brackets nest: `Tensor(a) self`,
+    `int[1] dim=[-2,-1]`; schema defaults hold no quoted commas)."""
     start = signature.find("(")
     arguments: list[str] = []
     depth, current = 0, ""
     for char in signature[start + 1 :] if start >= 0 else "":
-        if char == "(":
+        if char in "([":
             depth += 1
-        elif char == ")":
+        elif char in ")]":
             if depth == 0:
                 break
             depth -= 1

@@ -27,7 +27,8 @@ def formula_calls(entry: dict[str, Any]) -> list[tuple[str, str, int | None]]:
 
     Formulas may sit under `dispatch: {Default: {...}, AutogradNestedTensor: {...}}`: each
     dispatch key's formulas count (field named `<key>.<input>`). A call to `foo_symint` is
-    a call to the op `foo` (the SymInt overload the C++ API exposes under that name). The
+    a call to the op `foo` (the SymInt overload the C++ API exposes under that name; not
+    `foo_out`, whose C++ form takes `out` first, so schema positions would not apply). The
     arguments count the receiver of a method call (`grad.slice_symint(dim, start, end,
     step)` passes 5): C++ has no keywords, so a call omits exactly the trailing arguments
     (None where the parentheses do not close).
@@ -45,10 +46,17 @@ def formula_calls(entry: dict[str, Any]) -> list[tuple[str, str, int | None]]:
 _OPEN, _CLOSE = "([{", ")]}"
 
 
+# Text whose commas the count cannot tell from argument separators (template arguments or
+# a comparison, string literals, comments): the count is not known, the call may omit.
+_UNCOUNTABLE = ("<", '"', "'", "/*", "//")
+
+
 def _arguments_passed(formula: str, start: int) -> int | None:
     """The number of arguments of the call whose `(` ends just before `start`."""
     depth, commas, empty = 0, 0, True
-    for char in formula[start:]:
+    for at, char in enumerate(formula[start:], start):
+        if formula.startswith(_UNCOUNTABLE, at):
+            return None
         if char in _OPEN:
             depth += 1
         elif char in _CLOSE:

@@ -22,7 +22,7 @@ Two rules keep the closure to real uses:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from selection.links.base import Link, Step, Target
@@ -62,18 +62,16 @@ def default_follow(edge: Edge) -> bool:
     return not _is_test_target(edge.user)
 
 
-def every_use(edge: Edge) -> bool:
-    """Test code's calls of an op count too: for a change that matters wherever a caller
-    omits an argument (a schema default), eager calls from sample inputs included."""
-    return True
-
-
-def omitting(position: int | None) -> Follow:
-    """Every use of a changed default at `position` (as `every_use`), except a call known
-    to pass that argument: `grad.slice_symint(dim, start, end, step)` in a backward formula
-    is no use of `slice`'s default `dim`. Position unknown: every use."""
+def omitting(positions: Mapping[Target, int]) -> Follow:
+    """For changed schema defaults, which matter wherever a caller omits the argument: every
+    use (test code's eager calls from sample inputs included), except a call of a changed
+    op known to pass its argument: `grad.slice_symint(dim, start, end, step)` in a backward
+    formula is no use of `slice`'s default `dim` (position 1). `positions`: per changed
+    op's node, the position of its first changed default; edges into any other node are
+    followed (an argument count there is another op's)."""
 
     def follow(edge: Edge) -> bool:
+        position = positions.get(edge.used)
         passed = edge.step.arguments
         return position is None or passed is None or passed <= position
 

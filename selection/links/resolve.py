@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
-from selection.links.graph import Follow, default_follow, every_use, omitting
+from selection.links.graph import Follow, default_follow, node_of, omitting
 from selection.links.index import LinkIndex
 from selection.model import TestInstance
 from selection.observed import ObservedMap, Pair
@@ -181,7 +181,10 @@ def resolve(
     if not through_graph:
         return result
     traced = all(link.traced_only for link in through_graph)
-    if limit is not None:
+    by_call_site = all(link.by_call_site for link in through_graph)
+    # (`root_bits` counts under the default rules, which a default change's calls do not
+    # follow: such a change is resolved in full, never answered `broad`)
+    if limit is not None and not by_call_site:
         plain, registered = index.graph.root_bits(link.target for link in through_graph)
         # a traced-only change counts every root as one it reaches only where traced
         result.bits = (0, plain | registered) if traced else (plain, registered)
@@ -189,8 +192,6 @@ def resolve(
         if result.count > limit:
             result.broad = True
             return result
-    by_call_site = all(link.by_call_site for link in through_graph)
-    # (the `limit` count above follows the default rules: a lower bound for such a change)
     roots = index.graph.reach(
         through_graph, _call_sites(through_graph) if by_call_site else default_follow
     )
@@ -211,12 +212,18 @@ def resolve(
 
 
 def _call_sites(links: list[Link]) -> Follow:
-    """The uses a default change reaches: calls that may omit the argument (of several
-    changed defaults, the earliest position decides)."""
-    positions = [link.default_from for link in links]
-    if any(p is None for p in positions):
-        return every_use
-    return omitting(min(p for p in positions if p is not None))
+    """The uses default changes reach: every use but a call known to pass the argument. Of
+    several changes to one op's node (overloads), the latest position decides (a call
+    passing fewer arguments may omit that one); one whose position is not known, every use."""
+    positions: dict[Target, int | None] = {}
+    for link in links:
+        node = node_of(link.target)
+        known = positions.get(node, -1)
+        if link.default_from is None or known is None:
+            positions[node] = None
+        else:
+            positions[node] = max(known, link.default_from)
+    return omitting({node: p for node, p in positions.items() if p is not None})
 
 
 def _with_observed(

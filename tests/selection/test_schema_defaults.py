@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from selection.links.base import Link, Step, Target
 from selection.links.derivatives import derivative_uses
+from selection.links.graph import LinkGraph
+from selection.links.resolve import _call_sites
 from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
 from tests.support.observed_runs import linked_ops, recorded_map, select_head
 from tests.support.upstream_repo import UpstreamRepo
@@ -59,6 +62,8 @@ def test_a_defaults_change_names_the_first_argument_whose_default_changed() -> N
     assert _default_from(sliced, sliced.replace("dim=0", "dim=1")) == 1
     assert _default_from(sliced, sliced.replace("step=1", "step=2")) == 3
     assert _default_from(SCHEMA, SCHEMA.replace("Scalar alpha", "int alpha")) is None
+    fft = "fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"
+    assert _default_from(fft, fft.replace("norm=None", 'norm="ortho"')) == 3
 
 
 def test_a_backward_formula_call_counts_the_arguments_it_passes() -> None:
@@ -81,6 +86,59 @@ def test_a_backward_formula_call_counts_the_arguments_it_passes() -> None:
         ("mul", "add"): 2,
         ("zeros_like", "zeros"): 0,
     }
+
+
+def test_a_call_whose_commas_cannot_be_told_apart_passes_an_unknown_count() -> None:
+    """Template arguments, string literals and comments may hold commas: such a call is
+    taken to omit anything."""
+    entries = {
+        "a": {"self": "narrow(grad, std::array<bool, 3>{true, true, true})"},
+        "b": {"self": 'narrow(grad, "x, y")'},
+        "c": {"self": "narrow(grad, /* dim, start */ 0)"},
+    }
+    found = derivative_uses(entries, {"narrow"}, "derivatives.yaml")
+    assert {op: [step.arguments for _, step in uses] for op, uses in found.items()} == {
+        "a": [None],
+        "b": [None],
+        "c": [None],
+    }
+
+
+def _graph_reaching(*formula_calls: tuple[str, str, int | None]) -> LinkGraph:
+    """Entries `opinfo:<op>` dispatching to each op, and (user op, used op, arguments) edges
+    of backward formulas."""
+    graph = LinkGraph()
+    for user, used, arguments in formula_calls:
+        for op in (user, used):
+            graph.add(Target.entry("opinfo", op), Target.aten(op), "dispatch", Step("db", op, ""))
+        graph.add(
+            Target.aten(user), Target.aten(used), "derivative", Step("d", user, "", arguments)
+        )
+    return graph
+
+
+def _reached(graph: LinkGraph, *changes: tuple[str, int]) -> set[str]:
+    links = [
+        Link(Target.aten(op), (Step("n", op, "defaults"),), by_call_site=True, default_from=at)
+        for op, at in changes
+    ]
+    return {t.name for t in graph.reach(links, _call_sites(links))}
+
+
+def test_only_calls_of_the_changed_op_are_judged_by_what_they_pass() -> None:
+    """`C`'s formula calls `B` with three arguments, `B`'s calls slice omitting dim: the
+    count of `C`'s call is B's, nothing to do with slice's default; a call passing exactly
+    as many arguments as the default's position omits it."""
+    graph = _graph_reaching(("C", "B", 3), ("B", "slice", 1), ("D", "slice", 2))
+    assert _reached(graph, ("slice", 1)) == {"slice", "B", "C"}
+    assert _reached(graph, ("slice", 2)) == {"slice", "B", "C", "D"}
+
+
+def test_several_default_changes_each_judge_the_calls_of_their_own_op() -> None:
+    """slice's dim (position 1) and add's alpha (position 2) changed together: mul's
+    `add(grad, other)` omits alpha, so mul is reached, whatever slice's position."""
+    graph = _graph_reaching(("mul", "add", 2), ("cat", "slice", 5))
+    assert _reached(graph, ("slice", 1), ("add", 2)) == {"slice", "add", "mul"}
 
 
 DERIVATIVES = "torchgen/packaged/autograd/derivatives.yaml"

@@ -134,6 +134,8 @@ def read_document(path: Path) -> dict[str, Any]:
         for pid, kind, name in connection.execute(
             "SELECT uses.pair_id, names.kind, names.name FROM uses JOIN names ON names.id = uses.name_id"
         ):
+            if pid not in rows:
+                raise ValueError(f"a use of pair {pid}, which the map does not hold")
             rows[pid].setdefault(kind, []).append(name)
     finally:
         connection.close()
@@ -166,6 +168,8 @@ def summarize(path: Path) -> MapSummary:
     connection = _connect(path)
     try:
         rows = list(connection.execute("SELECT database, op, dtype, status FROM pairs"))
+        for table in ("names", "uses"):  # read only by a load: a missing one is said here
+            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
     finally:
         connection.close()
     failures = tuple(sorted(((d, o, t), s) for d, o, t, s in rows if s != "ok"))
@@ -298,7 +302,7 @@ def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedM
                 "`spyre-ci deps record`"
             )
         return _observed_from(path)
-    except (sqlite3.Error, KeyError) as exc:  # KeyError: a use of a name the map lacks
+    except (sqlite3.Error, KeyError, ValueError) as exc:  # KeyError: a use of a name it lacks
         raise UnusableMap(UnreadableMap(path, str(exc) or type(exc).__name__).describe()) from exc
 
 

@@ -23,6 +23,7 @@ from rich.table import Table
 from selection.observed import SCHEMA_VERSION, Pair
 from selection.sources.deps_artifact import BadArtifact, read_artifact, write_artifact
 from selection.sources.deps_store import (
+    UnreadableMap,
     map_path,
     merged,
     read_document,
@@ -241,7 +242,11 @@ def export_command(torch_version: str, device: str, out: Path, cache_dir: Path |
         have = ", ".join(f"{m.torch_version} on {m.device}" for m in maps) or "none"
         _fail(f"no map recorded for torch {torch_version} on {device} in {cache} (maps: {have})")
     try:
-        write_artifact(out, read_document(chosen.path))
+        doc = read_document(chosen.path)
+    except (sqlite3.Error, ValueError) as exc:
+        _fail(UnreadableMap(chosen.path, str(exc) or type(exc).__name__).describe())
+    try:
+        write_artifact(out, doc)
     except OSError as exc:
         _fail(f"{out}: {exc.strerror or exc}")
     click.echo(

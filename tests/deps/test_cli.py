@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from selection.observed import SCHEMA_VERSION
-from selection.sources.deps_store import load_observed, map_path
+from selection.sources.deps_store import load_observed, map_path, write_document
 from spyre_ci.cli import cli
+from tests.deps.test_store import _doc
 
 
 def _run(*args: str) -> tuple[int, str, str]:
@@ -131,6 +133,24 @@ def test_show_and_export_name_a_corrupt_map(tmp_path: Path) -> None:
         str(tmp_path / "x.json"), "--cache-dir", str(cache),
     )  # fmt: skip
     assert code == 2 and f"{bad} is not a readable map" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_export_of_a_map_damaged_past_its_summary_names_it(tmp_path: Path) -> None:
+    """A use naming a pair the map lacks is found only when the whole map is read: export
+    fails in one line naming the file (it was a traceback), and writes nothing."""
+    cache = tmp_path / "cache"
+    path = write_document(cache, _doc())
+    connection = sqlite3.connect(path)
+    connection.execute("DELETE FROM pairs WHERE id = (SELECT MIN(pair_id) FROM uses)")
+    connection.commit()
+    connection.close()
+    code, _, err = _run(
+        "export", "--torch-version", "2.13.0", "--device", "spyre", "--out",
+        str(tmp_path / "x.json"), "--cache-dir", str(cache),
+    )  # fmt: skip
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{path} is not a readable map (a use of pair" in err
     assert not (tmp_path / "x.json").exists()
 
 

@@ -211,6 +211,20 @@ def test_a_map_with_a_damaged_table_is_named(tmp_path: Path) -> None:
         UnusableMap, match=re.escape(f"{path} is not a readable map (no such table")
     ):
         load_observed(tmp_path, "2.13.0", "spyre")
+    # the scan says so too (`deps show` warns, `deps export` fails naming it)
+    assert list_maps(tmp_path) == []
+    ((unreadable,),) = [scan_maps(tmp_path)[1]]
+    assert unreadable.path == path and unreadable.reason == "no such table: uses"
+
+
+def test_a_use_of_a_pair_the_map_lacks_is_a_damaged_map(tmp_path: Path) -> None:
+    path = write_document(tmp_path, _doc())
+    connection = sqlite3.connect(path)
+    connection.execute("DELETE FROM pairs WHERE id = (SELECT MIN(pair_id) FROM uses)")
+    connection.commit()
+    connection.close()
+    with pytest.raises(ValueError, match=r"a use of pair [0-9]+, which the map does not hold"):
+        read_document(path)
 
 
 def test_a_map_of_an_older_schema_is_not_used_and_says_why(tmp_path: Path) -> None:

@@ -71,8 +71,8 @@ def _near(releases: dict[tuple[int, int, int], str], wanted: tuple[int, int]) ->
         chosen = ([max(below)] if below else []) + ([min(above)] if above else [])
         if len(chosen) == 1 and not _adjacent(chosen[0], wanted):
             # beyond the ends and not next to them (2.99): the far end is not "near"
-            which = "newest" if below else "oldest"
-            return f"; the {which} release is {releases[max(by_line[chosen[0]])]}"
+            which, end = ("newest", max) if below else ("oldest", min)
+            return f"; the {which} release is {releases[end(by_line[chosen[0]])]}"
     if not chosen:
         return ""
     parts = [", ".join(releases[k] for k in by_line[line]) for line in chosen]

@@ -52,6 +52,7 @@ def test_unknown_versions_are_named(spec: str, message: str) -> None:
         ("2.16.0", "patch releases near it: 2.15.0"),
         ("2.8.3", "patch releases near it: 2.9.0, 2.9.1"),
         ("2.99", "the newest release is 2.15.0"),  # 2.15 is not "near" 2.99
+        ("1.5", "the oldest release is 2.9.0"),  # not 2.9.1: the oldest of the oldest line
     ],
 )
 def test_an_unknown_patch_release_lists_the_patch_releases_near_it(spec: str, near: str) -> None:

@@ -185,7 +185,21 @@ def _cannot_hold(tree: git.Tree, path: str) -> bool:
             return not _in_tree(tree, "test")
         return not wanted_member(path)
     top = path.split("/", 1)[0]
-    return "/" in path and not _in_tree(tree, top)
+    return "/" in path and (not _in_tree(tree, top) or _in_submodule(tree, path))
+
+
+def _in_submodule(tree: git.Tree, path: str) -> bool:
+    """Whether a directory above `path` is a submodule (`third_party/fbgemm`): the
+    superproject's tree holds its commit, never its files."""
+    parts = path.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        try:
+            entry = tree / "/".join(parts[:depth])
+        except KeyError:
+            return False
+        if entry.type == "submodule":
+            return True
+    return False
 
 
 def _in_tree(tree: git.Tree, path: str) -> bool:

@@ -533,6 +533,28 @@ def test_a_diff_of_a_file_the_base_tree_would_hold_but_lacks_does_not_apply(
     assert not (out / "selection.json").exists()
 
 
+def test_a_diff_inside_a_submodule_of_the_clone_is_a_blind_spot_not_bad_input(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`diff -u` of two checkouts takes in a submodule's files (`third_party/fbgemm/...`),
+    which the superproject's tree holds only as a commit: the analysis cannot see them, so
+    they are a blind spot, not a diff written for another tree."""
+    clone = git.Repo.clone_from(str(upstream.path), tmp_path / "with-submodule")
+    sha = clone.head.commit.hexsha
+    clone.git.update_index("--add", "--cacheinfo", f"160000,{sha},third_party/fbgemm")
+    clone.index.commit("a submodule")
+    inside = "third_party/fbgemm/src/Kernel.cpp"
+    patch = tmp_path / "submodule.patch"
+    patch.write_text(f"--- a/{inside}\n+++ b/{inside}\n@@ -1,1 +1,1 @@\n-int a = 1;\n+int a = 2;\n")
+    out = tmp_path / "out"
+    args = mode_args(upstream, ["--from", "HEAD", "--diff", str(patch)], manifest, out)
+    args[args.index(str(upstream.path))] = str(clone.working_dir)
+    code, _, stderr = run_select(args, tmp_path / "cache")
+    assert code == EXIT_SELECTED, stderr
+    doc = json.loads((out / "selection.json").read_text())
+    assert any(f"{inside} could not be analysed" in spot for spot in doc["blind_spots"])
+
+
 def test_a_small_share_of_the_reused_tests_is_not_shown_as_zero() -> None:
     from selection.cli import percent
 

@@ -75,6 +75,8 @@ class ObservedMap:
     recorded_at: str = ""
     paths: tuple[str, ...] = ()
     source: str = ""  # where it was read from (a cache file, a --deps file), for the report
+    # files beside it that would serve too but cannot be read (named, never passed over)
+    beside: tuple[str, ...] = ()
     failed: dict[Pair, str] = field(default_factory=dict)
     # NAME_LISTS -> what the warm-up ran (see the module docstring)
     baseline: dict[str, set[str]] = field(
@@ -97,7 +99,8 @@ class ObservedMap:
         read from and when it was recorded (so that a stale or foreign map shows)."""
         where = f" from {self.source}" if self.source else ""
         when = f", recorded {self.recorded_at}" if self.recorded_at else ""
-        return f"torch {self.torch_version} on {self.device}{where}{when}"
+        damaged = "".join(f"; beside it, {b}" for b in self.beside)
+        return f"torch {self.torch_version} on {self.device}{where}{when}{damaged}"
 
     def _bit(self, pair: Pair) -> int:
         index = self._index.get(pair)

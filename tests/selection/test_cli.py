@@ -105,6 +105,28 @@ def test_a_corrupt_map_in_the_cache_is_named_not_passed_over(
     assert deps_line.endswith("static links only")
 
 
+def test_a_corrupt_map_beside_the_one_used_is_named_too(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    """A build variant's map (`9.1.0+cpu`) serves 9.1.0 when the exact version's file is
+    damaged: the report says which was used and names the damaged one beside it."""
+    from selection.observed import ObservedMap
+    from selection.sources.deps_store import write_document
+
+    cache = tmp_path / "cache"
+    observed = ObservedMap(torch_version="9.1.0+cpu", device="spyre")
+    observed.add(("opinfo", "add", "float32"), ["add.Tensor"], [])
+    stored = write_document(cache, observed.to_document())
+    bad = cache / "deps" / "torch-9.1.0--spyre.sqlite"
+    bad.write_text("not sqlite")
+    out = tmp_path / "out"
+    code, _, _ = run_select(range_args(upstream, canary_head, manifest, out), cache)
+    assert code == EXIT_SELECTED
+    deps_line = next(x for x in (out / "report.md").read_text().splitlines() if "Dependencies" in x)
+    assert f"from {stored}" in deps_line
+    assert f"beside it, {bad} is not a readable map (file is not a database)" in deps_line
+
+
 def test_reports_are_self_contained_and_name_the_causes(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from selection.links.base import Link, Step, Target
 from selection.links.derivatives import derivative_uses
 from selection.links.graph import LinkGraph
 from selection.links.resolve import _call_sites
+from selection.model import NativeChange
 from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
 from tests.support.observed_runs import linked_ops, recorded_map, select_head
 from tests.support.upstream_repo import UpstreamRepo
@@ -21,13 +22,17 @@ NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
 SCHEMA = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
 
 
-def _fields(old: str, new: str) -> tuple[str, ...]:
+def _change(old: str, new: str) -> NativeChange:
     (change,) = diff_entries(
         "native_functions",
         parse_entries(f"- func: {old}\n", "a.yaml"),
         parse_entries(f"- func: {new}\n", "b.yaml"),
     )
-    return change.fields
+    return change
+
+
+def _fields(old: str, new: str) -> tuple[str, ...]:
+    return _change(old, new).fields
 
 
 def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_changed() -> None:
@@ -45,12 +50,7 @@ def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_
 
 
 def _default_from(old: str, new: str) -> int | None:
-    (change,) = diff_entries(
-        "native_functions",
-        parse_entries(f"- func: {old}\n", "a.yaml"),
-        parse_entries(f"- func: {new}\n", "b.yaml"),
-    )
-    return change.default_from
+    return _change(old, new).default_from
 
 
 def test_a_defaults_change_names_the_first_argument_whose_default_changed() -> None:

@@ -54,6 +54,7 @@ class LinkIndex:
     @property
     def explorer(self) -> Explorer:
         from selection.links.explore import Explorer
+        from selection.links.lifecycle import per_test_methods
 
         def build() -> Explorer:
             lowered: dict[str, list[str]] = {}
@@ -67,7 +68,7 @@ class LinkIndex:
                 {k: tuple(v) for k, v in lowered.items()},
                 self.cache,
             )
-            explorer.build()
+            explorer.build(per_test_methods(explorer.summary))
             return explorer
 
         return self.memo("explorer", build)

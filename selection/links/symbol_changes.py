@@ -26,6 +26,7 @@ import ast
 
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
+from selection.links.lifecycle import around_every_test
 from selection.links.resolve import recording_saw
 from selection.links.startup import load_time_functions, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
@@ -98,8 +99,8 @@ def _startup_statements(label: str) -> Outcome:
 
 
 def _at_import(outcome: Outcome, why: str) -> Outcome:
-    """A change that runs while `import torch` runs (`why`): the canary over every test, and
-    what its links reach at run time. Nothing is then a blind spot (the canary aimed at a
+    """A change that runs while `import torch` runs, or around every test (`why`): the
+    canary over every test, and what its links reach at run time. Nothing is then a blind spot (the canary aimed at a
     blind spot is a part of that one), and "no effect" at run time is not none at import."""
     links = [] if outcome.canary or outcome.no_effect else outcome.links
     return Outcome(links=links, kind=outcome.kind if links else "canary", load_time=why)
@@ -188,6 +189,14 @@ def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
         # its statements run on import; a plain value matters through what reads it
         return change.qualname in summary.calls_on_load
     return Target.function(change.path, change.qualname) in load_time_functions(index)
+
+
+def _runs_around_every_test(change: SymbolChange, index: LinkIndex) -> bool:
+    """A modified function or method that `TestCase`'s or the device bases' per-test
+    methods reach (selection.links.lifecycle); an added or removed one's callers changed."""
+    if change.kind != ChangeKind.modified or change.qualname == MODULE_SYMBOL:
+        return False
+    return Target.function(change.path, change.qualname) in around_every_test(index)
 
 
 def _defined(index: LinkIndex, target: Target) -> bool:
@@ -282,6 +291,12 @@ class SymbolLinks:
         if _runs_at_import(change, index):
             outcome = _at_import(
                 outcome, f"{label}: runs while `import torch` runs, before every test"
+            )
+        elif _runs_around_every_test(change, index) and not outcome.canary:
+            outcome = _at_import(
+                outcome,
+                f"{label}: runs around every test (the test bases' set-up, tear-down or run "
+                "reach it)",
             )
         return outcome
 

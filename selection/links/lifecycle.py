@@ -1,0 +1,57 @@
+"""What runs around every reused test: the set-up, tear-down and run methods of `TestCase`
+and of the device test bases, and the library code they call. Pure over the index.
+
+Every instantiated test runs them (`TestCase.tearDown`'s precision-leak check reads
+`torch.backends.cuda.matmul.fp32_precision` after each one), so a change to what they call
+can affect any reused test, whichever templates or entries also reach it. The recording
+runs samples, not tests, so it never sees this code; the static call graph does, from
+these methods (what only another device runs is not followed, selection.links.calls).
+Functions of the machinery files themselves are the instantiation machinery already
+(selection.links.symbol_changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from selection.links.base import Target
+
+if TYPE_CHECKING:
+    from selection.links.index import LinkIndex
+    from selection.python.summary import ModuleSummary
+from selection.upstream import INTERNAL
+
+# The classes every reused test instantiates (a device-generic class is rebuilt per
+# device on the device's base, PrivateUse1TestBase for spyre), and their methods unittest
+# and the device framework call for each test or class.
+BASES = {
+    f"{INTERNAL}/common_utils.py": ("TestCase",),
+    f"{INTERNAL}/common_device_type.py": ("DeviceTypeTestBase", "PrivateUse1TestBase"),
+}
+METHODS = ("setUp", "tearDown", "setUpClass", "tearDownClass", "run", "_run_custom")
+
+
+def per_test_methods(summary_of: Callable[[str], ModuleSummary | None]) -> list[Target]:
+    """The test bases' per-test methods the head defines (the explorer explores them, so
+    that what they call is in the graph even where no entry or template reaches them)."""
+    found = []
+    for path, classes in BASES.items():
+        summary = summary_of(path)
+        if summary is not None:
+            found += [
+                Target.function(path, f"{cls}.{method}")
+                for cls in classes
+                for method in METHODS
+                if f"{cls}.{method}" in summary.kinds
+            ]
+    return found
+
+
+def around_every_test(index: LinkIndex) -> frozenset[Target]:
+    """The functions the test bases' per-test methods run, transitively."""
+
+    def build() -> frozenset[Target]:
+        return frozenset(index.functions_reached(per_test_methods(index.explorer.summary)))
+
+    return index.memo("lifecycle.around_every_test", build)

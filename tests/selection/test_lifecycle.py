@@ -1,0 +1,73 @@
+"""Library code that the test bases' per-test methods run (`TestCase.setUp`, `tearDown`,
+`run`) runs around every reused test: a change to it is the stratified canary over every
+test, beside whatever else links it (here a sample-input function that calls it too, which
+alone made it look like one op's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selection.state import PipelineState
+from tests.support.observed_runs import select_head
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+
+PRECISION = "torch/backends/precision.py"
+CALL = "from torch.backends.precision import current_precision\n"
+
+
+def _head_changing_precision(upstream: UpstreamRepo, set_up_calls: bool) -> tuple[str, str]:
+    """(base, head): base has `current_precision()`, called by mul's sample inputs and, if
+    `set_up_calls`, by `TestCase.setUp`; head changes what it returns."""
+    upstream.reset()
+    upstream.write(PRECISION, "def current_precision():\n    return 1e-5\n")
+    database = f"{INTERNAL}/common_methods_invocations.py"
+    upstream.write(database, CALL + upstream.read(database))
+    upstream.edit(
+        database,
+        "def sample_inputs_mul(op_info, device, dtype):\n",
+        "def sample_inputs_mul(op_info, device, dtype):\n    current_precision()\n",
+    )
+    if set_up_calls:
+        utils = f"{INTERNAL}/common_utils.py"
+        upstream.write(utils, CALL + upstream.read(utils))
+        upstream.edit(utils, "self.precision = 1e-5", "self.precision = current_precision()")
+    base = upstream.commit("a precision helper")
+    upstream.edit(PRECISION, "return 1e-5", "return 1e-3")
+    return base, upstream.commit("a coarser precision")
+
+
+def _select(upstream: UpstreamRepo, manifest: Path, tmp_path: Path, calls: bool) -> PipelineState:
+    base, head = _head_changing_precision(upstream, calls)
+    old_base, upstream.base = upstream.base, base
+    try:
+        return select_head(upstream, manifest, head, tmp_path)
+    finally:
+        upstream.base = old_base
+        upstream.reset()
+
+
+def _canaries(state: PipelineState) -> set[str]:
+    return {
+        cause.summary
+        for c in state.candidates.values()
+        for cause in c.causes
+        if cause.stage == "map" and cause.kind == "canary"
+    }
+
+
+def test_a_function_test_set_up_runs_is_the_canary_over_every_test_beside_its_links(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = _select(upstream, manifest, tmp_path, calls=True)
+    ops = {c.instance.op for c in state.candidates.values()}
+    assert "mul" in ops and len(ops - {"mul"}) > 0  # the canary picks other ops' tests too
+    assert any("runs around every test" in summary for summary in _canaries(state))
+    assert not state.blind_spots
+
+
+def test_control_a_function_only_a_sample_input_function_runs_reaches_that_op(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = _select(upstream, manifest, tmp_path, calls=False)
+    assert {c.instance.op for c in state.candidates.values()} == {"mul"}
+    assert not _canaries(state)

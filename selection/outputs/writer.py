@@ -41,7 +41,14 @@ FILES = (
 
 
 def check_target(out: Path) -> None:
-    """DIR must be absent or a directory whose output names, if taken, are of the right kind."""
+    """DIR must be absent or a directory whose output names, if taken, are of the right kind,
+    and the directory it is written in (through a temporary sibling) must take new entries."""
+    parent = out.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the outputs create the missing directories
+    if not parent.is_dir():
+        raise BadInput(f"--out {out}: {parent} is not a directory")
+    _probe(out, parent)
     if not out.exists():
         return
     if not out.is_dir():
@@ -53,6 +60,17 @@ def check_target(out: Path) -> None:
         entry = out / name
         if entry.exists() and (entry.is_dir() or not entry.is_file()):
             raise BadInput(f"--out {out}: {entry} is in the way (not a regular file)")
+
+
+def _probe(out: Path, directory: Path) -> None:
+    """Create and remove a directory where the outputs will be made: what would stop them
+    (permissions, a read-only or virtual file system) is said before the analysis."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=directory))
+    except OSError as exc:
+        raise BadInput(
+            f"--out {out}: cannot create it in {directory}: {exc.strerror or exc}"
+        ) from exc
 
 
 def write_outputs(

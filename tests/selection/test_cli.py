@@ -419,12 +419,21 @@ def test_an_unusable_capability_file_is_bad_input_naming_it(
 def test_an_unwritable_out_is_bad_input_naming_the_path(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:
+    """Found before the analysis (it was found after it, as "File exists" or naming a
+    temporary path): a file where a directory must be, a directory that takes no entries."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    out = blocker / "out"
+    out = blocker / "out" / "deeper"
     code, _, stderr = run_select(range_args(upstream, canary_head, manifest, out), tmp_path / "c")
     assert code == EXIT_BAD_INPUT
-    assert f"--out {out}: cannot write {blocker}" in stderr
+    assert f"error: --out {out}: {blocker} is not a directory" in stderr
+    assert not (tmp_path / "c" / "analysis.sqlite").exists()  # nothing was analysed
+    virtual = Path("/proc/spyre-ci-out")  # a file system that takes no new directories
+    code, _, stderr = run_select(
+        range_args(upstream, canary_head, manifest, virtual), tmp_path / "c"
+    )
+    assert code == EXIT_BAD_INPUT
+    assert f"error: --out {virtual}: cannot create it in /proc: " in stderr
 
 
 def test_outputs_are_replaced_atomically_or_not_at_all(

@@ -349,9 +349,12 @@ def map_cause(kind: str, link: Link) -> Cause:
         label = f"template {root.scope}.{root.name}"
     else:
         label = root.name
+    # the first hop past the change, with its subject (`matmul calls cuBLASModule`: not the
+    # entry, which is only where the chain ends); the whole chain is the evidence
+    first = link.evidence[1] if len(link.evidence) > 1 else None
     via = (
-        link.evidence[1].how
-        if len(link.evidence) > 1
+        f"{first.symbol} {first.how}".strip()
+        if first is not None
         else (link.evidence[0].how if link.evidence else "")
     )
     hops = len(link.kinds)

@@ -19,7 +19,8 @@ from selection.model import FileChange
 NOT_CODE_PREFIXES = (".github/", ".ci/", ".circleci/", "docs/", "benchmarks/", "scripts/")
 NOT_CODE_SUFFIXES = (".md", ".rst", ".txt", ".pyi", ".typed")
 BEHAVIOUR_FREE = (
-    "no behaviour change (comments, docstrings, annotations, formatting or import order)"
+    "no behaviour change (comments, docstrings, annotations, formatting, import order, or a "
+    "literal spelt another way with the same value)"
 )
 
 

@@ -252,8 +252,8 @@ def test_edits_without_behaviour_select_nothing_and_carry_their_reason(
     assert state.mapped is not None
     reasons = sorted(state.mapped.no_effect)
     assert reasons == [
-        "torch/nn/functional.py modified: no behaviour change (comments, docstrings, annotations, formatting or import order)",
-        f"{INTERNAL}/common_utils.py modified: no behaviour change (comments, docstrings, annotations, formatting or import order)",
+        "torch/nn/functional.py modified: no behaviour change (comments, docstrings, annotations, formatting, import order, or a literal spelt another way with the same value)",
+        f"{INTERNAL}/common_utils.py modified: no behaviour change (comments, docstrings, annotations, formatting, import order, or a literal spelt another way with the same value)",
         "torch/version.py: git_version modified: version metadata (__version__, git_version)",
     ]
 

@@ -192,7 +192,7 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default ./out/selection-<from>-<to>).",
+    help="Output directory (default ./out/selection-<from>-<to>; with --pr N, ./out/selection-pr-N; with --diff F, ./out/selection-diff-<F without its suffix>).",
 )
 @click.option(
     "--cache-dir",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from selection.links.base import Link, LinkKind, Outcome
+from selection.links.base import Link, LinkKind, Outcome, Step
 from selection.links.cpp import CppLinks
 from selection.links.dtype_helpers import DtypeHelperLinks
 from selection.links.entry_changes import EntryLinks
@@ -200,9 +200,10 @@ class Mapper:
         limit = -1 if outcome.canary else int(NEARLY_ALL * self.total)
         resolution = resolve(outcome.links, self.index, limit, self.reused)
         if not (resolution.listed or resolution.count):
-            self.result.no_effect.append(
-                f"{outcome.canary or detect.summary}: no reused instance reaches it"
-            )
+            if not outcome.load_time:  # else the canary over every test is its effect
+                self.result.no_effect.append(
+                    f"{outcome.canary or detect.summary}: no reused instance reaches it"
+                )
             return
         if outcome.canary or resolution.broad:
             summary = outcome.canary or (
@@ -349,11 +350,12 @@ def map_cause(kind: str, link: Link) -> Cause:
         label = f"template {root.scope}.{root.name}"
     else:
         label = root.name
-    # the first hop past the change, with its subject (`matmul calls cuBLASModule`: not the
-    # entry, which is only where the chain ends); the whole chain is the evidence
+    # the first hop past the change, with its subject where it is not the root itself
+    # (`torch/backends/cuda/__init__.py:matmul calls cuBLASModule`, not `calls cuBLASModule`
+    # beside an OpInfo that does not call it); the whole chain is the evidence
     first = link.evidence[1] if len(link.evidence) > 1 else None
     via = (
-        f"{first.symbol} {first.how}".strip()
+        f"{_subject(first, label)}{first.how}"
         if first is not None
         else (link.evidence[0].how if link.evidence else "")
     )
@@ -362,3 +364,11 @@ def map_cause(kind: str, link: Link) -> Cause:
         f" ({hops} link{'s' if hops != 1 else ''}: {via})" if hops else f": {via}"
     )
     return Cause("map", kind or "link", summary, evidence, link.basis)
+
+
+def _subject(step: Step, label: str) -> str:
+    """`path:symbol ` of a hop, or nothing for an entry's own hop (`OpInfo('add')`) and a
+    template's (its label names it)."""
+    if not step.symbol or "(" in step.symbol or step.symbol in label:
+        return ""
+    return f"{step.path}:{step.symbol} "

@@ -12,10 +12,12 @@ Functions of the machinery files themselves are the instantiation machinery alre
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from selection.links.base import Target
+from selection.links.graph import Edge
 
 if TYPE_CHECKING:
     from selection.links.index import LinkIndex
@@ -29,7 +31,16 @@ BASES = {
     f"{INTERNAL}/common_utils.py": ("TestCase",),
     f"{INTERNAL}/common_device_type.py": ("DeviceTypeTestBase", "PrivateUse1TestBase"),
 }
-METHODS = ("setUp", "tearDown", "setUpClass", "tearDownClass", "run", "_run_custom")
+METHODS = (
+    "__init__",
+    "setUp",
+    "tearDown",
+    "setUpClass",
+    "tearDownClass",
+    "run",
+    "_run_custom",
+    "instantiate_test",  # its per-test wrapper runs the template
+)
 
 
 def per_test_methods(summary_of: Callable[[str], ModuleSummary | None]) -> list[Target]:
@@ -49,9 +60,41 @@ def per_test_methods(summary_of: Callable[[str], ModuleSummary | None]) -> list[
 
 
 def around_every_test(index: LinkIndex) -> frozenset[Target]:
-    """The functions the test bases' per-test methods run, transitively."""
+    """The functions the test bases' per-test methods run, transitively. A test base the
+    code constructs (`_run_custom` builds a `TestCase()` to end a run early) brings none of
+    its other methods: which of them run per test is what METHODS says, and the others
+    (sample generators, `assertExpectedInline`) are reached from templates where used."""
 
     def build() -> frozenset[Target]:
-        return frozenset(index.functions_reached(per_test_methods(index.explorer.summary)))
+        graph, explorer = index.graph, index.explorer
+        seen: set[Target] = set()
+        queue = deque(per_test_methods(explorer.summary))
+        while queue:
+            node = queue.popleft()
+            if node in seen:
+                continue
+            seen.add(node)
+            for edge in graph.uses.get(node, ()):
+                used = edge.used
+                if used.kind == "function" and used not in seen and _runs(edge):
+                    queue.append(used)
+            if "." not in node.name:  # a class constructed: its methods may run (not a base's)
+                queue.extend(m for m in explorer.methods_of(node) if not _of_a_base(m))
+        return frozenset(seen)
 
     return index.memo("lifecycle.around_every_test", build)
+
+
+def _of_a_base(method: Target) -> bool:
+    owner = method.name.split(".", 1)[0]
+    return "." in method.name and owner in BASES.get(method.path, ())
+
+
+def _runs(edge: Edge) -> bool:
+    """Into a test base's method, only a use naming it (`self._check_leaks()`), not one the
+    base's construction brings (the edges selection.links.calls adds for every method of a
+    constructed class share the constructing use's step, which names the class)."""
+    if not _of_a_base(edge.used):
+        return True
+    method = edge.used.name.rsplit(".", 1)[-1]
+    return method in METHODS or f".{method}" in edge.step.how or f" {method}" in edge.step.how

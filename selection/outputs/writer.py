@@ -43,7 +43,7 @@ FILES = (
 def check_target(out: Path) -> None:
     """DIR must be absent or a directory whose output names, if taken, are of the right kind,
     and the directory it is written in (through a temporary sibling) must take new entries."""
-    parent = out.absolute().parent
+    parent = staging_parent(out)
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent  # the outputs create the missing directories
     if not parent.is_dir():
@@ -51,6 +51,8 @@ def check_target(out: Path) -> None:
     _probe(out, parent)
     if not out.exists():
         return
+    if out.is_dir():
+        _probe(out, out)  # its files are replaced in place
     if not out.is_dir():
         raise BadInput(f"--out {out}: exists and is not a directory")
     shards = out / "shards"
@@ -60,6 +62,12 @@ def check_target(out: Path) -> None:
         entry = out / name
         if entry.exists() and (entry.is_dir() or not entry.is_file()):
             raise BadInput(f"--out {out}: {entry} is in the way (not a regular file)")
+
+
+def staging_parent(out: Path) -> Path:
+    """Where the outputs are put together before they are renamed into place: DIR's parent
+    as written (`--out .` and `--out x` both stage in the working directory)."""
+    return out.parent.absolute()
 
 
 def _probe(out: Path, directory: Path) -> None:
@@ -105,8 +113,9 @@ def write_outputs(
 def _write_atomically(out: Path, texts: dict[str, str], shards: dict[int, str]) -> None:
     tmp: Path | None = None
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        staging = staging_parent(out)
+        staging.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=staging))
         new = tmp / "new"
         new.mkdir()
         for name, text in texts.items():

@@ -209,7 +209,7 @@ def test_upstream_prs_go_round_the_whole_loop(loop: Loop) -> None:
             bad,
             "test_add",
             "reference_add modified -> template TestDemoOps.test_add "
-            "(2 links: TestDemoOps.test_add calls reference_add (line 21))",
+            "(2 links: calls reference_add (line 21))",
         ),
     ):
         selection = job["selection"]

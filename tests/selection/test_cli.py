@@ -436,6 +436,26 @@ def test_an_unwritable_out_is_bad_input_naming_the_path(
     assert f"error: --out {virtual}: cannot create it in /proc: " in stderr
 
 
+def test_out_dot_writes_into_the_working_directory(
+    upstream: UpstreamRepo,
+    manifest: Path,
+    canary_head: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--out .` stages beside `.` as written (in the working directory), so only the
+    working directory must take new entries, not its parent."""
+    work = tmp_path / "ws"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code, _, stderr = run_select(
+        range_args(upstream, canary_head, manifest, Path(".")), tmp_path / "c"
+    )
+    assert code == EXIT_SELECTED, stderr
+    assert (work / "selection.json").is_file() and (work / "shards").is_dir()
+    assert not [p.name for p in work.iterdir() if ".tmp-" in p.name or ".probe-" in p.name]
+
+
 def test_outputs_are_replaced_atomically_or_not_at_all(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:

@@ -15,29 +15,38 @@ PRECISION = "torch/backends/precision.py"
 CALL = "from torch.backends.precision import current_precision\n"
 
 
-def _head_changing_precision(upstream: UpstreamRepo, set_up_calls: bool) -> tuple[str, str]:
-    """(base, head): base has `current_precision()`, called by mul's sample inputs and, if
-    `set_up_calls`, by `TestCase.setUp`; head changes what it returns."""
+UTILS = f"{INTERNAL}/common_utils.py"
+
+
+def _head_changing_precision(
+    upstream: UpstreamRepo, set_up_calls: bool, samples_call: bool = True, methods: str = ""
+) -> tuple[str, str]:
+    """(base, head): base has `current_precision()`, called by mul's sample inputs (if
+    `samples_call`) and by `TestCase.setUp` (if `set_up_calls`), with `methods` added to
+    common_utils.py's TestCase; head changes what it returns."""
     upstream.reset()
     upstream.write(PRECISION, "def current_precision():\n    return 1e-5\n")
-    database = f"{INTERNAL}/common_methods_invocations.py"
-    upstream.write(database, CALL + upstream.read(database))
-    upstream.edit(
-        database,
-        "def sample_inputs_mul(op_info, device, dtype):\n",
-        "def sample_inputs_mul(op_info, device, dtype):\n    current_precision()\n",
-    )
+    if samples_call:
+        database = f"{INTERNAL}/common_methods_invocations.py"
+        upstream.write(database, CALL + upstream.read(database))
+        upstream.edit(
+            database,
+            "def sample_inputs_mul(op_info, device, dtype):\n",
+            "def sample_inputs_mul(op_info, device, dtype):\n    current_precision()\n",
+        )
+    upstream.write(UTILS, CALL + upstream.read(UTILS))
+    upstream.edit(UTILS, "    def assertClose(", methods + "    def assertClose(")
     if set_up_calls:
-        utils = f"{INTERNAL}/common_utils.py"
-        upstream.write(utils, CALL + upstream.read(utils))
-        upstream.edit(utils, "self.precision = 1e-5", "self.precision = current_precision()")
+        upstream.edit(UTILS, "self.precision = 1e-5", "self.precision = current_precision()")
     base = upstream.commit("a precision helper")
     upstream.edit(PRECISION, "return 1e-5", "return 1e-3")
     return base, upstream.commit("a coarser precision")
 
 
-def _select(upstream: UpstreamRepo, manifest: Path, tmp_path: Path, calls: bool) -> PipelineState:
-    base, head = _head_changing_precision(upstream, calls)
+def _select(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, calls: bool, **shape: object
+) -> PipelineState:
+    base, head = _head_changing_precision(upstream, calls, **shape)  # type: ignore[arg-type]
     old_base, upstream.base = upstream.base, base
     try:
         return select_head(upstream, manifest, head, tmp_path)
@@ -71,3 +80,33 @@ def test_control_a_function_only_a_sample_input_function_runs_reaches_that_op(
     state = _select(upstream, manifest, tmp_path, calls=False)
     assert {c.instance.op for c in state.candidates.values()} == {"mul"}
     assert not _canaries(state)
+
+
+def test_a_function_only_test_set_up_runs_is_the_canary_and_not_said_to_reach_nothing(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = _select(upstream, manifest, tmp_path, calls=True, samples_call=False)
+    assert any("runs around every test" in summary for summary in _canaries(state))
+    assert state.mapped is not None
+    assert not [n for n in state.mapped.no_effect if "no reused instance reaches it" in n]
+
+
+# `run` builds a TestCase (as 2.14's `_run_custom` does to end a run early): that makes none
+# of TestCase's other methods per-test code
+CONSTRUCTING = """    def run(self, result=None):
+        TestCase()
+        return super().run(result)
+
+    def generate_inputs(self):
+        return current_precision()
+
+"""
+
+
+def test_a_test_base_built_by_per_test_code_brings_none_of_its_other_methods(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = _select(
+        upstream, manifest, tmp_path, calls=False, samples_call=False, methods=CONSTRUCTING
+    )
+    assert not any("runs around every test" in summary for summary in _canaries(state))

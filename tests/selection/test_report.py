@@ -107,3 +107,22 @@ def test_a_share_too_small_for_one_decimal_is_shown_as_such_in_reports_and_conso
 
     assert share(9 / 27_933) == percent(9, 27_933) == "< 0.1 %"
     assert (share(0.0), share(0.75), percent(3, 4)) == ("0.0 %", "75.0 %", "75.0 %")
+
+
+def test_a_group_summary_names_the_subject_of_its_first_hop() -> None:
+    """`matmul calls cuBLASModule` is said with its file (not `calls cuBLASModule` beside an
+    OpInfo that does not call it); an entry's own hop needs no subject."""
+    from selection.links.base import Link, Step, Target
+    from selection.mapping import map_cause
+
+    change = Step("torch/backends/cuda/__init__.py", "cuBLASModule.__getattr__", "modified")
+    hop = Step("torch/backends/cuda/__init__.py", "matmul", "calls cuBLASModule (line 715)")
+    entry = Step("db.py", "OpInfo('to_sparse')", "passes matmul (line 9)")
+    root = Target.entry("opinfo", "to_sparse")
+    cause = map_cause("library", Link(root, (change, hop, entry), kinds=("call", "call")))
+    assert cause.summary == (
+        "OpInfo 'to_sparse' (2 links: torch/backends/cuda/__init__.py:matmul calls "
+        "cuBLASModule (line 715))"
+    )
+    direct = map_cause("library", Link(root, (change, entry), kinds=("call",)))
+    assert direct.summary == "OpInfo 'to_sparse' (1 link: passes matmul (line 9))"

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from selection.device import DeviceFacts
     from selection.links.base import Target
     from selection.links.explore import Explorer
-    from selection.links.graph import LinkGraph
+    from selection.links.graph import Edge, LinkGraph
     from selection.model import TestInstance
     from selection.observed import ObservedMap, Pair
     from selection.oplists import OpDatabase
@@ -94,10 +94,11 @@ class LinkIndex:
         start: Iterable[Target],
         keep: Callable[[Target], bool] = lambda _t: True,
         methods: Callable[[Target], bool] = lambda _m: True,
+        follows: Callable[[Edge], bool] = lambda _e: True,
     ) -> set[Target]:
         """The functions `start` reaches over the graph's uses (the used functions `keep`
-        accepts), and a class's methods that `methods` accepts (all, by default: an instance
-        may be used for any of them)."""
+        accepts, by edges `follows` accepts), and a class's methods that `methods` accepts
+        (all, by default: an instance may be used for any of them)."""
         graph, explorer = self.graph, self.explorer
         seen: set[Target] = set()
         queue = deque(start)
@@ -107,8 +108,9 @@ class LinkIndex:
                 continue
             seen.add(node)
             for edge in graph.uses.get(node, ()):
-                if edge.used.kind == "function" and keep(edge.used) and edge.used not in seen:
-                    queue.append(edge.used)
+                used = edge.used
+                if used.kind == "function" and keep(used) and used not in seen and follows(edge):
+                    queue.append(used)
             if "." not in node.name:  # a class: its methods (its bases' too) run too
                 queue.extend(m for m in explorer.methods_of(node) if methods(m))
         return seen

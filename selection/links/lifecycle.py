@@ -12,7 +12,6 @@ Functions of the machinery files themselves are the instantiation machinery alre
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -66,23 +65,16 @@ def around_every_test(index: LinkIndex) -> frozenset[Target]:
     (sample generators, `assertExpectedInline`) are reached from templates where used."""
 
     def build() -> frozenset[Target]:
-        graph, explorer = index.graph, index.explorer
-        seen: set[Target] = set()
-        queue = deque(per_test_methods(explorer.summary))
-        while queue:
-            node = queue.popleft()
-            if node in seen:
-                continue
-            seen.add(node)
-            for edge in graph.uses.get(node, ()):
-                used = edge.used
-                if used.kind == "function" and used not in seen and _runs(edge):
-                    queue.append(used)
-            if "." not in node.name:  # a class constructed: its methods may run (not a base's)
-                queue.extend(m for m in explorer.methods_of(node) if not _of_a_base(m))
-        return frozenset(seen)
+        start = per_test_methods(index.explorer.summary)
+        reached = index.functions_reached(start, methods=_not_of_a_base, follows=_runs)
+        return frozenset(reached)
 
     return index.memo("lifecycle.around_every_test", build)
+
+
+def _not_of_a_base(method: Target) -> bool:
+    """A constructed class's methods may run, except a test base's (see around_every_test)."""
+    return not _of_a_base(method)
 
 
 def _of_a_base(method: Target) -> bool:

@@ -89,4 +89,11 @@ def _runs(edge: Edge) -> bool:
     if not _of_a_base(edge.used):
         return True
     method = edge.used.name.rsplit(".", 1)[-1]
-    return method in METHODS or f".{method}" in edge.step.how or f" {method}" in edge.step.how
+    return method in METHODS or _named(edge.step.how) == method
+
+
+def _named(how: str) -> str:
+    """The last name of the chain a use's step names: "calls self._check (line 9)" ->
+    "_check" (selection.links.calls `_describe`: "<verb> <chain> (line N)")."""
+    chain = how.rsplit(" (line ", 1)[0].rsplit(" ", 1)[-1]
+    return chain.rsplit(".", 1)[-1]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from selection.links.base import Link, LinkKind, Outcome, Step
+from selection.links.base import Link, LinkKind, Outcome, Step, Target
 from selection.links.cpp import CppLinks
 from selection.links.dtype_helpers import DtypeHelperLinks
 from selection.links.entry_changes import EntryLinks
@@ -355,7 +355,7 @@ def map_cause(kind: str, link: Link) -> Cause:
     # beside an OpInfo that does not call it); the whole chain is the evidence
     first = link.evidence[1] if len(link.evidence) > 1 else None
     via = (
-        f"{_subject(first, label)}{first.how}"
+        f"{_subject(first, root)}{first.how}"
         if first is not None
         else (link.evidence[0].how if link.evidence else "")
     )
@@ -366,9 +366,10 @@ def map_cause(kind: str, link: Link) -> Cause:
     return Cause("map", kind or "link", summary, evidence, link.basis)
 
 
-def _subject(step: Step, label: str) -> str:
-    """`path:symbol ` of a hop, or nothing for an entry's own hop (`OpInfo('add')`) and a
-    template's (its label names it)."""
-    if not step.symbol or "(" in step.symbol or step.symbol in label:
+def _subject(step: Step, root: Target) -> str:
+    """`path:symbol ` of a hop, or nothing for the root's own hop: an entry's
+    (`OpInfo('add')`), a template's body (its label names it)."""
+    own_template = root.kind == "template" and step.symbol == f"{root.scope}.{root.name}"
+    if not step.symbol or "(" in step.symbol or own_template:
         return ""
     return f"{step.path}:{step.symbol} "

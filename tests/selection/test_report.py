@@ -126,3 +126,10 @@ def test_a_group_summary_names_the_subject_of_its_first_hop() -> None:
     )
     direct = map_cause("library", Link(root, (change, entry), kinds=("call",)))
     assert direct.summary == "OpInfo 'to_sparse' (1 link: passes matmul (line 9))"
+    # a hop whose name is part of the root's is still named (`matmul` under test_matmul_small)
+    template = Target.template("test/test_linalg.py", "TestLinalg", "test_matmul_small")
+    body = Step("test/test_linalg.py", "TestLinalg.test_matmul_small", "calls matmul (line 3)")
+    via = map_cause("library", Link(template, (change, hop, body), kinds=("call", "call")))
+    assert "(2 links: torch/backends/cuda/__init__.py:matmul calls cuBLASModule" in via.summary
+    own = map_cause("library", Link(template, (change, body), kinds=("template",)))
+    assert own.summary == "template TestLinalg.test_matmul_small (1 link: calls matmul (line 3))"

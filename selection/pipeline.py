@@ -26,7 +26,7 @@ from selection.observed import ObservedMap
 from selection.sources import repo as repo_source
 from selection.sources.analysis_cache import AnalysisCache
 from selection.sources.deps_artifact import BadArtifact, read_artifact
-from selection.sources.deps_store import UnusableMap, load_observed, public_version, scan_maps
+from selection.sources.deps_store import UnusableMap, load_observed, public_version
 from selection.sources.mirror import Mirror
 from selection.sources.release_tests import (
     ReleaseTestSource,
@@ -289,10 +289,6 @@ def _observed(
             f"recorded dependencies: none for torch {version or '(unknown version)'} on {device} "
             f"in the cache: static links only ({_how_to_record(version)})"
         )
-    # a damaged file that would serve too (the exact version's, beside a build variant's)
-    found.beside = tuple(
-        u.describe() for u in scan_maps(options.cache)[1] if u.could_serve(version, device)
-    )
     return found, (
         f"recorded dependencies: {found.describe()}, {len(found.recorded)} (op, dtype) pairs"
     )

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from selection.links.base import Target
 from selection.links.graph import Edge
+from selection.upstream import INTERNAL
 
 if TYPE_CHECKING:
     from selection.links.index import LinkIndex
     from selection.python.summary import ModuleSummary
-from selection.upstream import INTERNAL
 
 # The classes every reused test instantiates (a device-generic class is rebuilt per
 # device on the device's base, PrivateUse1TestBase for spyre), and their methods unittest
@@ -88,8 +88,7 @@ def _runs(edge: Edge) -> bool:
     constructed class share the constructing use's step, which names the class)."""
     if not _of_a_base(edge.used):
         return True
-    method = edge.used.name.rsplit(".", 1)[-1]
-    return method in METHODS or _named(edge.step.how) == method
+    return _named(edge.step.how) == edge.used.name.rsplit(".", 1)[-1]
 
 
 def _named(how: str) -> str:

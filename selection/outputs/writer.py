@@ -51,10 +51,9 @@ def check_target(out: Path) -> None:
     _probe(out, parent)
     if not out.exists():
         return
-    if out.is_dir():
-        _probe(out, out)  # its files are replaced in place
     if not out.is_dir():
         raise BadInput(f"--out {out}: exists and is not a directory")
+    _probe(out, out)  # its files are replaced in place
     shards = out / "shards"
     if shards.exists() and (not shards.is_dir() or shards.is_symlink()):
         raise BadInput(f"--out {out}: {shards} is in the way (not a directory)")

@@ -279,7 +279,7 @@ def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedM
 
     Reads SQLite only (no torch). A map of another schema raises StaleMap, and a file that
     would serve but cannot be read raises UnusableMap naming it (the caller says so: neither
-    is passed over in silence).
+    is passed over in silence; one beside the map used is named in its `beside`).
     """
     maps, unreadable = scan_maps(cache_dir)
     chosen = choose_map(maps, torch_version, device)
@@ -301,9 +301,14 @@ def load_observed(cache_dir: Path, torch_version: str, device: str) -> ObservedM
                 f"reads {SCHEMA_VERSION}: {stale_because(version)}); record it again with "
                 "`spyre-ci deps record`"
             )
-        return _observed_from(path)
+        observed = _observed_from(path)
     except (sqlite3.Error, KeyError, ValueError) as exc:  # KeyError: a use of a name it lacks
         raise UnusableMap(UnreadableMap(path, str(exc) or type(exc).__name__).describe()) from exc
+    # a damaged file that would serve too (the exact version's, beside a build variant's)
+    observed.beside = tuple(
+        u.describe() for u in unreadable if u.could_serve(torch_version, device)
+    )
+    return observed
 
 
 def _observed_from(path: Path) -> ObservedMap:

@@ -63,9 +63,10 @@ def diff_symbols(
             changes.append(SymbolChange(path, name, ChangeKind.removed))
         elif not same_code(old[name], new[name]):
             same_for_us = same_code_for_us(old[name], new[name], tests)
-            nested = confined_to_nested(name, old[name].nodes, new[name].nodes)
-            definition = definition_changed(old[name].nodes, new[name].nodes)
-            failure_only = confined_to_failure(old[name].nodes, new[name].nodes)
+            before, after = old[name].runtime_nodes, new[name].runtime_nodes
+            nested = confined_to_nested(name, before, after)
+            definition = definition_changed(before, after)
+            failure_only = confined_to_failure(before, after)
             changes.append(
                 SymbolChange(
                     path,

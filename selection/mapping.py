@@ -139,6 +139,12 @@ class Mapper:
         """`reused`: the node ids the backend runs, against which "nearly all" is measured
         (every enumerated instance when not given)."""
         self.changes, self.index = changes, index
+        if index is not None:  # (a unit test may map without an index)
+            index.changed = frozenset(
+                Target.function(s.path, s.qualname)
+                for s in changes.symbols
+                if s.kind in (ChangeKind.added, ChangeKind.modified) and not s.other_device_only
+            )
         self.kinds = list(kinds) if kinds is not None else default_kinds(changes, device)
         self.result = MapResult()
         self.reused = reused

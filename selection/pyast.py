@@ -71,11 +71,74 @@ def _field_value(node: ast.AST, name: str) -> object:
     return value
 
 
+# Where `typing` is imported under these names, `typing.cast(T, value)` is `value`.
+_TYPING_MODULES = {"typing", "typing_extensions", "_typing"}
+# `@overload` as torch spells it (`from typing import overload as _overload` in torch/__init__).
+_OVERLOAD_NAMES = {"overload", "_overload"}
+
+
+def _is_typing_cast(node: ast.Call) -> bool:
+    """`typing.cast(T, value)`, or a bare `cast("T", value)` naming its type by a string (a
+    bare `cast(x, dtype)` is some other function: torch/_inductor/bounds.py defines one)."""
+    if len(node.args) != 2 or node.keywords:
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return (
+            func.attr == "cast"
+            and isinstance(func.value, ast.Name)
+            and func.value.id in _TYPING_MODULES
+        )
+    first = node.args[0]
+    return (
+        isinstance(func, ast.Name)
+        and func.id == "cast"
+        and isinstance(first, ast.Constant)
+        and isinstance(first.value, str)
+    )
+
+
+def _is_overload_stub(node: ast.AST) -> bool:
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Name) and decorator.id in _OVERLOAD_NAMES:
+            return True
+        if (
+            isinstance(decorator, ast.Attribute)
+            and decorator.attr == "overload"
+            and isinstance(decorator.value, ast.Name)
+            and decorator.value.id in _TYPING_MODULES
+        ):
+            return True
+    return False
+
+
+def runtime_definitions(nodes: list[ast.AST]) -> list[ast.AST]:
+    """The statements that make what a name is at run time: `@overload` stubs are left out
+    when a definition that is not one follows (the implementation replaces the placeholder
+    `overload` returns; only `typing.get_overloads` reads the stubs). Without an
+    implementation the last stub is what the name binds, so every stub stays."""
+    last_implementation = max(
+        (
+            i
+            for i, node in enumerate(nodes)
+            if isinstance(node, FUNCTION_DEFS) and not _is_overload_stub(node)
+        ),
+        default=-1,
+    )
+    return [
+        node
+        for i, node in enumerate(nodes)
+        if not (i < last_implementation and _is_overload_stub(node))
+    ]
+
+
 def _feed(node: object, out: list[str], in_function: bool = False) -> None:
     """Serialize an AST like ast.dump (no positions), leaving out what does not change
     behaviour: docstrings, annotations (an annotated assignment in a function is an
-    assignment: `_is_plain`), the text given to `add_docstr`. Does not copy or
-    mutate the tree."""
+    assignment: `_is_plain`), the text given to `add_docstr`, `typing.cast` (it returns
+    its value). Does not copy or mutate the tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:
@@ -85,6 +148,9 @@ def _feed(node: object, out: list[str], in_function: bool = False) -> None:
         return
     if not isinstance(node, ast.AST):
         out.append(repr(node))
+        return
+    if isinstance(node, ast.Call) and _is_typing_cast(node):
+        _feed(node.args[1], out, in_function)
         return
     if isinstance(node, ast.AnnAssign) and node.value and _is_plain(node, in_function):
         node = ast.Assign(targets=[node.target], value=node.value, type_comment=None)
@@ -116,6 +182,7 @@ def normalized_fingerprint(nodes: list[ast.AST]) -> str:
     nodes too: then which binding wins depends on the order, and the import keeps its place."""
     digest = hashlib.sha1()
     imports: list[str] = []
+    nodes = runtime_definitions(nodes)
     rebound = _names_bound_twice(nodes)
     for node in nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -182,6 +249,11 @@ class Symbol:
                 nodes = for_us(self.nodes, tests)
             self._cache[key] = normalized_fingerprint(nodes)
         return str(self._cache[key])
+
+    @property
+    def runtime_nodes(self) -> list[ast.AST]:
+        """Its statements less the `@overload` stubs an implementation replaces."""
+        return runtime_definitions(self.nodes)
 
     @property
     def refs(self) -> frozenset[str]:
@@ -280,7 +352,8 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
         else:
             rest.append(stmt)
     # A name defined several times is one symbol over all its statements (`def f` then
-    # `f = wrap(f)`, `@overload` stubs and the implementation): each of them can change it.
+    # `f = wrap(f)`, `@overload` stubs and the implementation): each of them can change it
+    # (stubs only where no implementation follows: `runtime_definitions`).
     for name, stmts in grouped.items():
         if name in symbols:  # also a class: the class keeps the name, the rest is module code
             rest.extend(stmts)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Mapping
 
 from selection.links.base import Step, Target
+from selection.links.graph import Edge
 from selection.python.resolver import Resolver
 from selection.python.summary import ModuleSummary, Use, is_test_code
 
@@ -68,6 +69,21 @@ def own_methods(summary: ModuleSummary) -> dict[str, list[str]]:
         if dot and kind == "method" and "." not in name and summary.kinds.get(owner) == "class":
             found.setdefault(name, []).append(qualname)
     return found
+
+
+def named_in(how: str) -> str:
+    """The last name of the chain a use's step names: "calls self._check (line 9)" ->
+    "_check" (`_describe`: "<verb> <chain> (line N)")."""
+    chain = how.rsplit(" (line ", 1)[0].rsplit(" ", 1)[-1]
+    return chain.rsplit(".", 1)[-1]
+
+
+def constructs_owner(edge: Edge) -> bool:
+    """Whether an edge into a method is one `uses_of` adds for every method of a class that
+    is constructed: such edges share the constructing use's step, which names the class,
+    not the method (`self._check_leaks()` names it)."""
+    _, dot, method = edge.used.name.rpartition(".")
+    return bool(dot) and edge.used.kind == "function" and named_in(edge.step.how) != method
 
 
 # Uses that construct or call a class, so that any of its methods (its own and its bases')

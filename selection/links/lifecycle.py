@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from selection.links.base import Target
+from selection.links.calls import constructs_owner
 from selection.links.graph import Edge
 from selection.upstream import INTERNAL
 
@@ -84,15 +85,5 @@ def _of_a_base(method: Target) -> bool:
 
 def _runs(edge: Edge) -> bool:
     """Into a test base's method, only a use naming it (`self._check_leaks()`), not one the
-    base's construction brings (the edges selection.links.calls adds for every method of a
-    constructed class share the constructing use's step, which names the class)."""
-    if not _of_a_base(edge.used):
-        return True
-    return _named(edge.step.how) == edge.used.name.rsplit(".", 1)[-1]
-
-
-def _named(how: str) -> str:
-    """The last name of the chain a use's step names: "calls self._check (line 9)" ->
-    "_check" (selection.links.calls `_describe`: "<verb> <chain> (line N)")."""
-    chain = how.rsplit(" (line ", 1)[0].rsplit(" ", 1)[-1]
-    return chain.rsplit(".", 1)[-1]
+    base's construction brings (selection.links.calls.constructs_owner)."""
+    return not (_of_a_base(edge.used) and constructs_owner(edge))

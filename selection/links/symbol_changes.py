@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 
+from selection.links.added import added_reach
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
@@ -171,6 +172,28 @@ def _recorded(
     if index.observed is None or not recording_saw(index.observed, link):
         return None
     return Outcome(links=[link], kind=kind, unrecorded_blind=blind, canary_aim=aim)
+
+
+def _through_unchanged_users(
+    change: SymbolChange, target: Target, index: LinkIndex
+) -> Outcome | None:
+    """An added function whose users include changed code or constructions of its class
+    (selection.links.added): what its other users reach; None: linked as it is."""
+    label = f"{change.path}: {change.qualname} {change.kind}"
+    reach = added_reach(
+        target,
+        index.graph.users.get(target, []),
+        index.changed,
+        index.explorer.aten_ops,
+        Step(change.path, change.qualname, str(change.kind)),
+    )
+    if reach is None:
+        return None
+    if not reach.links:
+        why = "; ".join(reach.set_aside[:3])
+        return Outcome(no_effect=f"{label}: new, reached only through code mapped apart ({why})")
+    kind = "helper" if is_test_path(change.path) else "library"
+    return Outcome(links=reach.links, kind=kind)
 
 
 def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
@@ -321,6 +344,10 @@ class SymbolLinks:
             )
         if change.kind == ChangeKind.added and not self._linked(target, index):
             return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
+        if change.kind == ChangeKind.added:
+            through = _through_unchanged_users(change, target, index)
+            if through is not None:
+                return through
         if change.qualname == MODULE_SYMBOL:
             return self._module_level(change, label, index, test_code)
         link = _changed_link(change)

@@ -12,6 +12,11 @@ def fingerprint(source: str) -> str:
     return normalized_fingerprint(list(ast.parse(source).body))
 
 
+def statements(source: str, skip: int = 0) -> list[ast.AST]:
+    """The module's statements past the first `skip` (a symbol's own statements)."""
+    return list(ast.parse(source).body[skip:])
+
+
 def test_reordered_imports_of_different_names_are_the_same_code() -> None:
     assert fingerprint("import os\nfrom math import pi\n") == fingerprint(
         "from math import pi\nimport os\n"
@@ -65,3 +70,52 @@ def test_an_annotation_in_a_class_or_module_body_is_kept() -> None:
     assert fingerprint("class C:\n    def f(self):\n        self.a: int = 1\n") == fingerprint(
         "class C:\n    def f(self):\n        self.a = 1\n"
     )
+
+
+IMPLEMENTATION = (
+    "def sym_max(a, b):\n"
+    "    if isinstance(a, float) or isinstance(b, float):\n"
+    "        return float(max(a, b))\n"
+    "    return max(a, b)\n"
+)
+STUBS = (
+    "from typing import overload as _overload\n"
+    "@_overload\n"
+    "def sym_max(a: int, b: int) -> int: ...\n"
+    "@typing.overload\n"
+    "def sym_max(a: float, b: float) -> float: ...\n"
+)
+
+
+def test_overload_stubs_before_an_implementation_are_not_a_change() -> None:
+    """2.14 adds `@overload` stubs to torch.sym_max and friends: the implementation replaces
+    what `overload` returns, so with an unchanged implementation nothing runs differently."""
+    old = statements(IMPLEMENTATION)
+    new = statements(STUBS + IMPLEMENTATION, skip=1)  # the symbol's own statements
+    assert normalized_fingerprint(old) == normalized_fingerprint(new)
+
+
+def test_the_implementation_after_overload_stubs_is_still_compared() -> None:
+    changed = IMPLEMENTATION.replace("max(a, b)\n", "min(a, b)\n")
+    old = statements(STUBS + IMPLEMENTATION, skip=1)
+    new = statements(STUBS + changed, skip=1)
+    assert normalized_fingerprint(old) != normalized_fingerprint(new)
+
+
+def test_stubs_without_an_implementation_are_what_the_name_binds() -> None:
+    """Without a later implementation the last stub is the function (calling it raises):
+    dropping or changing a stub then changes behaviour."""
+    one = statements("@overload\ndef f(a: int) -> int: ...\n")
+    other = statements("@overload\ndef f(a: int) -> int:\n    return a\n")
+    assert normalized_fingerprint(one) != normalized_fingerprint(other)
+
+
+def test_typing_cast_is_its_value() -> None:
+    """`typing.cast(T, v)` returns `v` (SymInt.__init__ of 2.14); a bare `cast` naming no
+    type by a string is some other function (torch/_inductor/bounds.py's `cast(x, dtype)`)."""
+    plain = fingerprint("def f(self, node):\n    self.node = node\n")
+    assert plain == fingerprint(
+        'def f(self, node):\n    self.node = typing.cast("SymNode", node)\n'
+    )
+    assert plain == fingerprint('def f(self, node):\n    self.node = cast("SymNode", node)\n')
+    assert plain != fingerprint("def f(self, node):\n    self.node = cast(node, dtype)\n")

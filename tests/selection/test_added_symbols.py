@@ -1,0 +1,97 @@
+"""What an added Python function reaches: its users that did not change. A method added to
+`Tensor` in Python that shadows an ATen op (2.14's `Tensor.cholesky`, which now raises) is
+reached by a call naming it and by what ran that op before; constructing a tensor (a
+subclass's construction brings every `Tensor` method) is no use of it. A function only the
+new method calls is mapped through that method, not a second time through its users."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selection.state import PipelineState
+from tests.support.observed_runs import linked_ops, select_head
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+
+DATABASE = f"{INTERNAL}/common_methods_invocations.py"
+TENSOR = "torch/_tensor.py"
+HELPERS = "torch/_wrapping.py"
+REMOVED = "torch/_linalg_utils.py"
+
+BASE_TENSOR = """import torch
+
+
+class Tensor(torch._C.TensorBase):
+    def __deepcopy__(self, memo):
+        return self.clone()
+"""
+WRAPPING = """from torch._tensor import Tensor
+
+
+def wrap(x):
+    return Tensor(x)
+
+
+def absolute(x):
+    return x.abs()
+"""
+# the head's new method: `x.abs()` ran ATen abs; now it runs Python that raises
+SHADOWING = """
+    def abs(self):
+        from torch._linalg_utils import abs_removed
+
+        return abs_removed(self)
+"""
+
+
+def _select(upstream: UpstreamRepo, manifest: Path, tmp_path: Path) -> PipelineState:
+    upstream.reset()
+    upstream.write(TENSOR, BASE_TENSOR)
+    upstream.write(HELPERS, WRAPPING)
+    upstream.write(
+        DATABASE, "from torch._wrapping import absolute, wrap\n" + upstream.read(DATABASE)
+    )
+    upstream.edit(  # add's samples construct a Tensor (every Tensor method is then a use)
+        DATABASE,
+        "    yield SampleInput(torch.ones(3, device=device, dtype=dtype), args=(2,))\n",
+        "    yield SampleInput(wrap(torch.ones(3, device=device, dtype=dtype)), args=(2,))\n",
+    )
+    upstream.edit(  # mul's samples call library code that calls the method by name
+        DATABASE,
+        "    yield SampleInput(torch.ones(4, device=device, dtype=dtype), args=(3,))\n",
+        "    yield SampleInput(absolute(torch.ones(4, device=device, dtype=dtype)), args=(3,))\n",
+    )
+    base = upstream.commit("samples that wrap and call abs")
+    upstream.write(TENSOR, BASE_TENSOR + SHADOWING)
+    upstream.write(REMOVED, 'def abs_removed(x):\n    raise RuntimeError("abs was removed")\n')
+    head = upstream.commit("Tensor.abs removed")
+    old_base, upstream.base = upstream.base, base
+    try:
+        return select_head(upstream, manifest, head, tmp_path)
+    finally:
+        upstream.base = old_base
+        upstream.reset()
+
+
+def test_a_tensor_method_added_over_an_aten_op_reaches_its_callers_and_that_op(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = _select(upstream, manifest, tmp_path)
+    ops = {op for op, _ in linked_ops(state)}
+    assert ops == {"mul", "abs"}  # mul names it, abs's OpInfo ran ATen abs; add only wraps
+    causes = {
+        cause.summary
+        for c in state.candidates.values()
+        for cause in c.causes
+        if cause.stage == "map" and c.instance.op == "abs"
+    }
+    assert any("Tensor.abs" in summary for summary in causes), causes
+
+
+def test_a_function_only_the_new_method_calls_is_mapped_through_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = _select(upstream, manifest, tmp_path)
+    assert state.mapped is not None
+    [said] = [n for n in state.mapped.no_effect if "abs_removed added" in n]
+    assert "Tensor.abs changed too" in said
+    assert not state.blind_spots

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from selection.state import PipelineState
-from tests.support.observed_runs import linked_ops, select_head
+from tests.support.observed_runs import linked_ops, select_from
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 DATABASE = f"{INTERNAL}/common_methods_invocations.py"
@@ -64,12 +64,7 @@ def _select(upstream: UpstreamRepo, manifest: Path, tmp_path: Path) -> PipelineS
     upstream.write(TENSOR, BASE_TENSOR + SHADOWING)
     upstream.write(REMOVED, 'def abs_removed(x):\n    raise RuntimeError("abs was removed")\n')
     head = upstream.commit("Tensor.abs removed")
-    old_base, upstream.base = upstream.base, base
-    try:
-        return select_head(upstream, manifest, head, tmp_path)
-    finally:
-        upstream.base = old_base
-        upstream.reset()
+    return select_from(upstream, manifest, base, head, tmp_path)
 
 
 def test_a_tensor_method_added_over_an_aten_op_reaches_its_callers_and_that_op(

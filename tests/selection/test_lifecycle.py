@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from selection.state import PipelineState
-from tests.support.observed_runs import select_head
+from tests.support.observed_runs import select_from
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 PRECISION = "torch/backends/precision.py"
@@ -47,12 +47,7 @@ def _select(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path, calls: bool, **shape: object
 ) -> PipelineState:
     base, head = _head_changing_precision(upstream, calls, **shape)  # type: ignore[arg-type]
-    old_base, upstream.base = upstream.base, base
-    try:
-        return select_head(upstream, manifest, head, tmp_path)
-    finally:
-        upstream.base = old_base
-        upstream.reset()
+    return select_from(upstream, manifest, base, head, tmp_path)
 
 
 def _canaries(state: PipelineState) -> set[str]:

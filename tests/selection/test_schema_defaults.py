@@ -15,7 +15,7 @@ from selection.links.graph import LinkGraph
 from selection.links.resolve import _call_sites
 from selection.model import NativeChange
 from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
-from tests.support.observed_runs import linked_ops, recorded_map, select_head
+from tests.support.observed_runs import linked_ops, recorded_map, select_from, select_head
 from tests.support.upstream_repo import UpstreamRepo
 
 NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
@@ -157,11 +157,7 @@ def _mul_backward_calls_add(upstream: UpstreamRepo, call: str) -> str:
 def _default_change_from(upstream: UpstreamRepo, base: str, manifest: Path, tmp_path: Path) -> set:
     upstream.edit(NATIVE, "Scalar alpha=1", "Scalar alpha=2")
     head = upstream.commit("alpha defaults to 2")
-    old_base, upstream.base = upstream.base, base
-    try:
-        state = select_head(upstream, manifest, head, tmp_path)
-    finally:
-        upstream.base = old_base
+    state = select_from(upstream, manifest, base, head, tmp_path, reset=False)
     # what the Map stage reached (the triage then keeps mul's tests only where gradients are
     # computed, which this fixture's templates never do)
     assert state.mapped is not None
@@ -229,9 +225,5 @@ def test_a_default_change_reaches_test_code_calling_the_op_eagerly(
     head = upstream.commit("alpha defaults to 2")
     pairs = [("opinfo", op, d) for op in ("add", "mul") for d in ("float16", "float32")]
     deps = recorded_map(tmp_path, {}, aten={pair: ["add.Tensor"] for pair in pairs})
-    old_base, upstream.base = upstream.base, base
-    try:
-        state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
-    finally:
-        upstream.base = old_base
+    state = select_from(upstream, manifest, base, head, tmp_path, deps=str(deps), reset=False)
     assert {op for op, _ in linked_ops(state)} >= {"add", "mul"}

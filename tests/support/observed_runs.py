@@ -38,6 +38,26 @@ def select_head(
     return run_pipeline(request)
 
 
+def select_from(
+    upstream: UpstreamRepo,
+    manifest: Path,
+    base: str,
+    head: str,
+    tmp_path: Path,
+    deps: str = "none",
+    reset: bool = True,
+) -> PipelineState:
+    """`select_head` from `base` rather than the repository's base commit, which is put back
+    afterwards (and the work tree reset to it when `reset`)."""
+    old_base, upstream.base = upstream.base, base
+    try:
+        return select_head(upstream, manifest, head, tmp_path, deps=deps)
+    finally:
+        upstream.base = old_base
+        if reset:
+            upstream.reset()
+
+
 def linked_ops(state: PipelineState) -> set[tuple[str | None, str | None]]:
     """(op, dtype) of the tests selected through a link (a canary's picks left out: a
     stratified canary over a tiny scope picks nearly everything)."""

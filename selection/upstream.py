@@ -94,10 +94,26 @@ class ParsedTrees:
         if text is None:
             return None
         try:
-            return ast.parse(text, filename=path)
-        except (SyntaxError, ValueError) as exc:
+            return _parsed(text, path)
+        except UNPARSEABLE as exc:
             self.errors[path] = f"{type(exc).__name__}: {exc}"
             return None
+
+
+# What `ast.parse` raises for text it cannot make a tree of: bad syntax (SyntaxError; a NUL
+# byte, ValueError) and nesting too deep for the AST constructor (RecursionError, or
+# MemoryError past that), so that such a file widens its dependents instead of stopping the
+# run with a traceback.
+UNPARSEABLE = (SyntaxError, ValueError, RecursionError, MemoryError, SystemError)
+
+
+def _parsed(text: str, path: str) -> ast.Module:
+    """`ast.parse`, tried a second time after a SystemError: CPython 3.11's "AST constructor
+    recursion depth mismatch" is raised, now and then, for a file that parses the next time."""
+    try:
+        return ast.parse(text, filename=path)
+    except SystemError:
+        return ast.parse(text, filename=path)
 
 
 def database_files(trees: ParsedTrees) -> list[str]:

@@ -33,7 +33,7 @@ TENSOR_CLASS = "Tensor"
 @dataclass(frozen=True)
 class AddedReach:
     links: list[Link]
-    set_aside: list[str]  # what was not followed, for the report ("Tensor.cholesky changed")
+    set_aside: list[str]  # the uses not followed, for the report ("Tensor.cholesky (changed too)")
 
 
 def added_reach(
@@ -52,9 +52,9 @@ def added_reach(
     constructed = False
     for edge in users:
         if edge.user in changed:
-            aside.append(f"{edge.user.name} changed too (mapped on its own)")
+            aside.append(f"{edge.user.name} (changed too)")
         elif shadowed and constructs_owner(edge):
-            aside.append(f"{edge.user.name} constructs a Tensor ({edge.step.how})")
+            aside.append(f"{edge.user.name} (constructs a Tensor: {edge.step.how})")
             constructed = True
         elif edge.kind == "registration":
             return None  # a kernel registered for an op: linked through the op as traced

@@ -191,7 +191,7 @@ def _through_unchanged_users(
         return None
     if not reach.links:
         why = "; ".join(reach.set_aside[:3])
-        return Outcome(no_effect=f"{label}: new, reached only through code mapped apart ({why})")
+        return Outcome(no_effect=f"{label}: new, and only code mapped on its own uses it: {why}")
     kind = "helper" if is_test_path(change.path) else "library"
     return Outcome(links=reach.links, kind=kind)
 

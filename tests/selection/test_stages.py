@@ -270,6 +270,19 @@ def test_unparseable_file_widens_its_dependents_and_is_reported(
     assert len(state.candidates) == state.reused_total > 0
 
 
+def test_a_file_nested_too_deeply_to_parse_widens_its_dependents_too(
+    upstream: UpstreamRepo, select: Select
+) -> None:
+    """Valid syntax the AST constructor cannot build (RecursionError): reported the same
+    way, not a traceback."""
+    deep = "_deep = " + "-" * 5000 + "1\n"
+    head = upstream.change(DB, "unary_ufuncs = [", deep + "unary_ufuncs = [")
+    state = select(head)
+    assert counts(state, "detect")["unparseable_files"] == 1
+    assert any(DB in spot and "RecursionError" in spot for spot in state.blind_spots)
+    assert len(state.candidates) == state.reused_total > 0
+
+
 def test_disabled_scope_keeps_what_the_manifest_would_drop(
     upstream: UpstreamRepo, select: Select
 ) -> None:

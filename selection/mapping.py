@@ -22,7 +22,7 @@ from selection.links.file_changes import FileLinks
 from selection.links.index import LinkIndex
 from selection.links.native_changes import NativeLinks
 from selection.links.resolve import Resolution, resolve
-from selection.links.symbol_changes import SymbolLinks
+from selection.links.symbol_changes import SymbolLinks, mapped_on_their_own
 from selection.links.template_changes import TemplateLinks
 from selection.model import (
     Candidate,
@@ -91,7 +91,7 @@ def default_kinds(changes: ChangeSet, device: str = "spyre") -> list[LinkKind]:
         NativeLinks(),
         CppLinks(),
         DtypeHelperLinks(device),
-        SymbolLinks(),
+        SymbolLinks(mapped_on_their_own(changes.symbols)),
         FileLinks(with_changes),
     ]
 
@@ -139,12 +139,6 @@ class Mapper:
         """`reused`: the node ids the backend runs, against which "nearly all" is measured
         (every enumerated instance when not given)."""
         self.changes, self.index = changes, index
-        if index is not None:  # (a unit test may map without an index)
-            index.changed = frozenset(
-                Target.function(s.path, s.qualname)
-                for s in changes.symbols
-                if s.kind in (ChangeKind.added, ChangeKind.modified) and not s.other_device_only
-            )
         self.kinds = list(kinds) if kinds is not None else default_kinds(changes, device)
         self.result = MapResult()
         self.reused = reused

@@ -71,66 +71,93 @@ def _field_value(node: ast.AST, name: str) -> object:
     return value
 
 
-# Where `typing` is imported under these names, `typing.cast(T, value)` is `value`.
-_TYPING_MODULES = {"typing", "typing_extensions", "_typing"}
-# `@overload` as torch spells it (`from typing import overload as _overload` in torch/__init__).
-_OVERLOAD_NAMES = {"overload", "_overload"}
+# The modules whose `cast` and `overload` are typing's (`typing.cast(T, v)` returns `v`).
+_TYPING_MODULES = {"typing", "typing_extensions"}
 
 
 def _is_typing_cast(node: ast.Call) -> bool:
-    """`typing.cast(T, value)`, or a bare `cast("T", value)` naming its type by a string (a
-    bare `cast(x, dtype)` is some other function: torch/_inductor/bounds.py defines one)."""
+    """`typing.cast("T", value)` or a bare `cast("T", value)`, its type named by a string:
+    that is never evaluated, so the call is its value. A type given as an expression is
+    evaluated (a name imported only under TYPE_CHECKING raises NameError there), and a bare
+    `cast(x, dtype)` is some other function (torch/_inductor/bounds.py defines one)."""
     if len(node.args) != 2 or node.keywords:
         return False
-    func = node.func
+    first, func = node.args[0], node.func
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return False
     if isinstance(func, ast.Attribute):
         return (
             func.attr == "cast"
             and isinstance(func.value, ast.Name)
             and func.value.id in _TYPING_MODULES
         )
-    first = node.args[0]
-    return (
-        isinstance(func, ast.Name)
-        and func.id == "cast"
-        and isinstance(first, ast.Constant)
-        and isinstance(first.value, str)
-    )
+    return isinstance(func, ast.Name) and func.id == "cast"
 
 
-def _is_overload_stub(node: ast.AST) -> bool:
+@dataclass(frozen=True)
+class TypingNames:
+    """How a module spells `typing.overload`: the names it binds to it (`from typing import
+    overload as _overload`) and the names of the typing modules it imports (`import typing`).
+    `torch._jit_internal._overload` (torch/nn/functional.py's) is TorchScript's, not this:
+    it checks the stubs' bodies on import and compiles callers against their signatures."""
+
+    overload: frozenset[str] = frozenset()
+    modules: frozenset[str] = frozenset()
+
+
+def typing_names(tree: ast.Module) -> TypingNames:
+    """The module's top-level imports of typing's `overload` (in `if`/`try` blocks too)."""
+    overload: set[str] = set()
+    modules: set[str] = set()
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, (ast.If, ast.Try, ast.TryStar)):
+            pending.extend(stmt.body + stmt.orelse + getattr(stmt, "finalbody", []))
+            for handler in getattr(stmt, "handlers", []):
+                pending.extend(handler.body)
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module in _TYPING_MODULES:
+            overload |= {a.asname or a.name for a in stmt.names if a.name == "overload"}
+        elif isinstance(stmt, ast.Import):
+            modules |= {a.asname or a.name for a in stmt.names if a.name in _TYPING_MODULES}
+    return TypingNames(frozenset(overload), frozenset(modules))
+
+
+def _is_overload_stub(node: ast.AST, names: TypingNames) -> bool:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     for decorator in node.decorator_list:
-        if isinstance(decorator, ast.Name) and decorator.id in _OVERLOAD_NAMES:
+        if isinstance(decorator, ast.Name) and decorator.id in names.overload:
             return True
         if (
             isinstance(decorator, ast.Attribute)
             and decorator.attr == "overload"
             and isinstance(decorator.value, ast.Name)
-            and decorator.value.id in _TYPING_MODULES
+            and decorator.value.id in names.modules
         ):
             return True
     return False
 
 
-def runtime_definitions(nodes: list[ast.AST]) -> list[ast.AST]:
-    """The statements that make what a name is at run time: `@overload` stubs are left out
-    when a definition that is not one follows (the implementation replaces the placeholder
-    `overload` returns; only `typing.get_overloads` reads the stubs). Without an
-    implementation the last stub is what the name binds, so every stub stays."""
+def runtime_definitions(nodes: list[ast.AST], names: TypingNames) -> list[ast.AST]:
+    """The statements that make what a name is at run time: typing's `@overload` stubs are
+    left out when a definition that is not one follows (the implementation replaces the
+    placeholder `overload` returns; only `typing.get_overloads` reads the stubs). Without an
+    implementation after them the last stub is what the name binds, so the stubs stay."""
+    if not names.overload and not names.modules:
+        return nodes
     last_implementation = max(
         (
             i
             for i, node in enumerate(nodes)
-            if isinstance(node, FUNCTION_DEFS) and not _is_overload_stub(node)
+            if isinstance(node, FUNCTION_DEFS) and not _is_overload_stub(node, names)
         ),
         default=-1,
     )
     return [
         node
         for i, node in enumerate(nodes)
-        if not (i < last_implementation and _is_overload_stub(node))
+        if not (i < last_implementation and _is_overload_stub(node, names))
     ]
 
 
@@ -182,7 +209,6 @@ def normalized_fingerprint(nodes: list[ast.AST]) -> str:
     nodes too: then which binding wins depends on the order, and the import keeps its place."""
     digest = hashlib.sha1()
     imports: list[str] = []
-    nodes = runtime_definitions(nodes)
     rebound = _names_bound_twice(nodes)
     for node in nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -236,24 +262,27 @@ class Symbol:
     text_hash: str  # hash of the exact source text: equal text means unchanged
     nodes: list[ast.AST]
     lineno: int
+    # its statements less typing's `@overload` stubs (`runtime_definitions`); None: `nodes`
+    runtime: list[ast.AST] | None = None
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
+
+    @property
+    def runtime_nodes(self) -> list[ast.AST]:
+        """What the behaviour comparisons read: its statements less the `@overload` stubs an
+        implementation replaces."""
+        return self.nodes if self.runtime is None else self.runtime
 
     def fingerprint(self, agnostic: bool = False, tests: bool = False) -> str:
         """`agnostic`: of the code that can run on our device (selection.python.for_us)."""
         key = f"agnostic-{tests}" if agnostic else "full"
         if key not in self._cache:
-            nodes = self.nodes
+            nodes = self.runtime_nodes
             if agnostic:
                 from selection.python.for_us import for_us
 
-                nodes = for_us(self.nodes, tests)
+                nodes = for_us(nodes, tests)
             self._cache[key] = normalized_fingerprint(nodes)
         return str(self._cache[key])
-
-    @property
-    def runtime_nodes(self) -> list[ast.AST]:
-        """Its statements less the `@overload` stubs an implementation replaces."""
-        return runtime_definitions(self.nodes)
 
     @property
     def refs(self) -> frozenset[str]:
@@ -306,7 +335,14 @@ def _assign_targets(stmt: ast.stmt) -> list[str]:
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)  # the statements that define a function
 
 
-def _class_symbols(node: ast.ClassDef, source: _Source) -> list[Symbol]:
+def _with_stubs_left_out(symbol: Symbol, names: TypingNames) -> Symbol:
+    runtime = runtime_definitions(symbol.nodes, names)
+    if len(runtime) != len(symbol.nodes):
+        symbol.runtime = runtime
+    return symbol
+
+
+def _class_symbols(node: ast.ClassDef, source: _Source, names: TypingNames) -> list[Symbol]:
     methods = [s for s in node.body if isinstance(s, FUNCTION_DEFS)]
     others = [s for s in node.body if s not in methods]
     header = copy.copy(node)
@@ -323,9 +359,8 @@ def _class_symbols(node: ast.ClassDef, source: _Source) -> list[Symbol]:
         by_name.setdefault(method.name, []).append(method)
     for name, defs in by_name.items():
         text_hash = _hash_text(*(source.segment(d) for d in defs))
-        symbols.append(
-            Symbol(f"{node.name}.{name}", "method", text_hash, list(defs), defs[0].lineno)
-        )
+        symbol = Symbol(f"{node.name}.{name}", "method", text_hash, list(defs), defs[0].lineno)
+        symbols.append(_with_stubs_left_out(symbol, names))
     return symbols
 
 
@@ -337,6 +372,7 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
     symbol over all its statements.
     """
     source = _Source(text)
+    typing = typing_names(tree)
     symbols: dict[str, Symbol] = {}
     grouped: dict[str, list[ast.stmt]] = {}
     rest: list[ast.stmt] = []
@@ -344,7 +380,7 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
         if isinstance(stmt, FUNCTION_DEFS):
             grouped.setdefault(stmt.name, []).append(stmt)
         elif isinstance(stmt, ast.ClassDef):
-            for sym in _class_symbols(stmt, source):
+            for sym in _class_symbols(stmt, source, typing):
                 symbols[sym.qualname] = sym
         elif names := _assign_targets(stmt):
             for name in names:
@@ -361,7 +397,8 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
         text_hash = _hash_text(*(source.segment(s) for s in stmts))
         # the first statement's kind: `def f` then `f = wrap(f)` is a function
         kind = "function" if isinstance(stmts[0], FUNCTION_DEFS) else "assign"
-        symbols[name] = Symbol(name, kind, text_hash, list(stmts), stmts[0].lineno)
+        symbol = Symbol(name, kind, text_hash, list(stmts), stmts[0].lineno)
+        symbols[name] = _with_stubs_left_out(symbol, typing)
     text_hash = _hash_text(*(source.segment(s) for s in rest))
     symbols[MODULE_SYMBOL] = Symbol(MODULE_SYMBOL, "module", text_hash, list(rest), 1)
     return symbols

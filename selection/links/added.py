@@ -1,26 +1,31 @@
-"""What an added Python symbol reaches through code that did not change. Pure.
+"""What an added Python function reaches through code that did not change. Pure.
 
-An added function runs only where something calls it. Of its users in the head's link
-graph (selection.links.calls):
+An added function runs only where something calls it. Of its direct users in the head's
+link graph (selection.links.calls):
 
-- a user that changed in the same change set (added too, or modified to call it) is mapped
-  on its own: `Tensor.cholesky`, added to call the added `_linalg_utils.cholesky`, is what
-  links that function's callers, and a path through it is not followed a second time;
-- a use that constructs the method's class is how every method of a constructed class is
-  reached (`Module._apply` constructs `torch.nn.Parameter`, so each `Tensor` method is its
-  use). For a method added to `Tensor` in Python whose name is an ATen op, such a use ran,
-  before the change, the C method `TensorBase` defines for that op: it now reaches what
-  ran that ATen op (observed where recorded, its dispatching entries statically);
-- every other use (a call naming the method, `x.cholesky()`; a re-export that now binds
-  the new function, `from torch._linalg_utils import cholesky` in `torch/__init__.py`) is
+- a user that changed in the same change set (added too, or modified to call it) and that
+  the symbol link kind maps with links or a canary is mapped on its own: `Tensor.cholesky`,
+  added to call the added `_linalg_utils.cholesky`, is what links that function's callers,
+  and a path through it is not followed a second time;
+- for a method added to `Tensor` in Python, called by name (no dunder, no property), whose
+  name is an ATen op: such a method shadows the C method `TensorBase` defines for that op.
+  A use that constructs a tensor is how every method of a constructed class is reached
+  (`Module._apply` constructs `torch.nn.Parameter`, so each `Tensor` method is its use);
+  what such a use could call by name ran, before the change, that ATen op. The method
+  reaches what ran the op (observed where recorded, its dispatching entries statically)
+  instead of every tensor's constructor;
+- every other use (a call naming the method, `x.cholesky()`; a re-export that now binds the
+  new function, `from torch._linalg_utils import cholesky` in `torch/__init__.py`) is
   unchanged code whose behaviour changed: it is linked, with the edge as evidence.
 
-`None` when no use was set aside: the added function is then linked as it is (its graph
-users, registration edges included, decide).
+`None` (link the added function as it is, through all its users) when no use is set aside
+and no ATen op is shadowed, or when the function is registered as an op's kernel (the
+registration edge then decides, as traced).
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from selection.links.base import Link, Step, Target
@@ -28,6 +33,8 @@ from selection.links.calls import TENSOR_MODULE, constructs_owner
 from selection.links.graph import Edge
 
 TENSOR_CLASS = "Tensor"
+# Decorators that make a method something other than a call by name (`x.real` is read).
+_NOT_CALLED = {"property", "cached_property", "setter", "getter", "deleter"}
 
 
 @dataclass(frozen=True)
@@ -37,46 +44,63 @@ class AddedReach:
 
 
 def added_reach(
-    target: Target,
-    users: list[Edge],
-    changed: frozenset[Target],
-    aten_ops: frozenset[str],
-    added: Step,
+    target: Target, users: list[Edge], changed: frozenset[Target], shadowed: str, added: Step
 ) -> AddedReach | None:
-    """The links of an added function `target` through its direct `users` (`changed`: the
-    symbols the change set adds or modifies; `aten_ops`: the ATen op names the head knows;
-    `added`: the change's own evidence step). None when every use is followed as it is."""
+    """The links of an added function `target` through its direct `users`. `changed`: the
+    symbols mapped on their own; `shadowed`: the ATen op a new `Tensor` method shadows
+    (`shadowed_aten_op`), else ""; `added`: the change's own evidence step."""
+    if any(edge.kind == "registration" for edge in users):
+        return None
     kept: list[Edge] = []
     aside: list[str] = []
-    shadowed = _shadowed_aten_op(target, aten_ops)
-    constructed = False
     for edge in users:
         if edge.user in changed:
             aside.append(f"{edge.user.name} (changed too)")
         elif shadowed and constructs_owner(edge):
             aside.append(f"{edge.user.name} (constructs a Tensor: {edge.step.how})")
-            constructed = True
-        elif edge.kind == "registration":
-            return None  # a kernel registered for an op: linked through the op as traced
         else:
             kept.append(edge)
-    if not aside:
+    if not aside and not shadowed:
         return None
     links = [Link(edge.user, (added, edge.step), kinds=(edge.kind,)) for edge in kept]
-    if constructed:
-        step = Step(
-            target.path,
-            target.name,
-            f"shadows TensorBase.{target.name.rsplit('.', 1)[1]}: a call on a tensor ran "
-            f"ATen {shadowed} before",
-        )
-        links.append(Link(Target.aten(shadowed), (added, step)))
+    if shadowed:
+        method = target.name.rsplit(".", 1)[1]
+        how = f"shadows TensorBase.{method}: a call on a tensor ran ATen {shadowed} before"
+        links.append(Link(Target.aten(shadowed), (added, Step(target.path, target.name, how))))
     return AddedReach(links, sorted(set(aside)))
 
 
-def _shadowed_aten_op(target: Target, aten_ops: frozenset[str]) -> str:
-    """`Tensor.cholesky` of torch/_tensor.py -> "cholesky" when ATen has that op; ""."""
+def shadowed_aten_op(target: Target, aten_ops: frozenset[str], module: ast.Module | None) -> str:
+    """`Tensor.cholesky` of torch/_tensor.py -> "cholesky" when ATen has that op and the
+    head's method is called by name (`module`: the head's torch/_tensor.py); else ""."""
     owner, _, method = target.name.partition(".")
     if target.path != TENSOR_MODULE or owner != TENSOR_CLASS or "." in method:
         return ""
-    return method if method in aten_ops else ""
+    if method not in aten_ops or not _called_by_name(module, method):
+        return ""
+    return method
+
+
+def _called_by_name(module: ast.Module | None, method: str) -> bool:
+    """Whether `Tensor.<method>` is a plain method: no dunder (operators and protocols call
+    those without naming them) and no property or accessor decorator."""
+    if module is None or (method.startswith("__") and method.endswith("__")):
+        return False
+    for node in module.body:
+        if isinstance(node, ast.ClassDef) and node.name == TENSOR_CLASS:
+            defs = [
+                d
+                for d in node.body
+                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method
+            ]
+            return bool(defs) and not any(
+                _decorator_name(x) in _NOT_CALLED for d in defs for x in d.decorator_list
+            )
+    return False
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""

@@ -80,10 +80,12 @@ def named_in(how: str) -> str:
 
 def constructs_owner(edge: Edge) -> bool:
     """Whether an edge into a method is one `uses_of` adds for every method of a class that
-    is constructed: such edges share the constructing use's step, which names the class,
+    is constructed: a call edge whose step is the constructing use's, which names the class,
     not the method (`self._check_leaks()` names it)."""
     _, dot, method = edge.used.name.rpartition(".")
-    return bool(dot) and edge.used.kind == "function" and named_in(edge.step.how) != method
+    if not dot or edge.kind != KIND or edge.used.kind != "function":
+        return False
+    return named_in(edge.step.how) != method
 
 
 # Uses that construct or call a class, so that any of its methods (its own and its bases')

@@ -35,9 +35,6 @@ class LinkIndex:
     facts: DeviceFacts
     observed: ObservedMap | None = None
     cache: AnalysisCache | None = None
-    # The Python symbols the change set adds or modifies (set by selection.mapping.Mapper):
-    # code that changed is mapped on its own, not again as a user of what it calls.
-    changed: frozenset[Target] = frozenset()
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def memo(self, key: str, build: Callable[[], T]) -> T:

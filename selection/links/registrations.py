@@ -84,7 +84,7 @@ def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
     None: left unset, the op is inferred from the decorated function's name."""
     found: set[str] = set()
     for qualname, symbol in symbols.items():
-        node = symbol.runtime_nodes[0] if symbol.nodes else None
+        node = symbol.runtime_nodes[0] if symbol.runtime_nodes else None
         if not isinstance(node, ast.FunctionDef):
             continue
         args = node.args
@@ -162,7 +162,7 @@ def pending_factory_calls(
     local = _inferring_factories(symbols)
     found = []
     for qualname, symbol in symbols.items():
-        node = symbol.runtime_nodes[0] if symbol.nodes else None
+        node = symbol.runtime_nodes[0] if symbol.runtime_nodes else None
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or "." in qualname:
             continue
         for deco in node.decorator_list:
@@ -205,7 +205,7 @@ def registrations_in(
     factories = _inferring_factories(symbols)
     functions = {q for q, s in symbols.items() if s.kind == "function"}
     for qualname, symbol in symbols.items():
-        node = symbol.runtime_nodes[0] if symbol.nodes else None
+        node = symbol.runtime_nodes[0] if symbol.runtime_nodes else None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "." not in qualname:
             for deco in node.decorator_list:
                 for op, how in _decorator_ops(deco, qualname, aliases, factories, path):

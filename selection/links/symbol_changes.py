@@ -16,7 +16,9 @@
   (`unary_ufuncs = [...]`), the templates parametrized over it.
 - An added symbol nothing in the head reaches is reached only by code that changed to use
   it (mapped on its own); one that something reaches (a new decomposition registered for an
-  op) is linked. A removed one is reached only by code that changed to stop using it, unless
+  op) is linked, through its users that did not change (selection.links.added: a user
+  changed too is mapped on its own, and a new `Tensor` method shadowing an ATen op reaches
+  what ran that op rather than every tensor's constructor). A removed one is reached only by code that changed to stop using it, unless
   it was registered as an op's kernel: then that op is linked.
 """
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import ast
 
-from selection.links.added import added_reach
+from selection.links.added import added_reach, shadowed_aten_op
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
@@ -175,16 +177,18 @@ def _recorded(
 
 
 def _through_unchanged_users(
-    change: SymbolChange, target: Target, index: LinkIndex
+    change: SymbolChange, target: Target, index: LinkIndex, mapped: frozenset[Target]
 ) -> Outcome | None:
-    """An added function whose users include changed code or constructions of its class
-    (selection.links.added): what its other users reach; None: linked as it is."""
+    """An added function some of whose users are mapped on their own (`mapped`), or a new
+    `Tensor` method shadowing an ATen op (selection.links.added): what its other users
+    reach; None: linked as it is."""
     label = f"{change.path}: {change.qualname} {change.kind}"
+    shadowed = shadowed_aten_op(target, index.explorer.aten_ops, index.head.module(change.path))
     reach = added_reach(
         target,
         index.graph.users.get(target, []),
-        index.changed,
-        index.explorer.aten_ops,
+        mapped,
+        shadowed,
         Step(change.path, change.qualname, str(change.kind)),
     )
     if reach is None:
@@ -194,6 +198,30 @@ def _through_unchanged_users(
         return Outcome(no_effect=f"{label}: new, and only code mapped on its own uses it: {why}")
     kind = "helper" if is_test_path(change.path) else "library"
     return Outcome(links=reach.links, kind=kind)
+
+
+def mapped_on_their_own(changes: list[SymbolChange]) -> frozenset[Target]:
+    """The added and modified symbols this link kind maps with links or a canary (not those
+    with a "no effect" reason): a use by one of them is followed there, not again as a use
+    of an added function it calls."""
+    return frozenset(
+        Target.function(c.path, c.qualname)
+        for c in changes
+        if c.kind in (ChangeKind.added, ChangeKind.modified) and not behaviour_free(c)
+    )
+
+
+def behaviour_free(change: SymbolChange) -> str:
+    """Why a change has no effect here whatever it reaches, or ""."""
+    if change.other_device_only:
+        return "only another device's code changed"
+    if change.path in BEHAVIOUR_FREE_FILES:
+        return BEHAVIOUR_FREE_FILES[change.path]
+    if change.qualname in BEHAVIOUR_FREE_SYMBOLS:
+        return BEHAVIOUR_FREE_SYMBOLS[change.qualname]
+    if is_other_device_package(change.path):
+        return "another device's package"
+    return ""
 
 
 def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
@@ -300,11 +328,16 @@ def _op_list_names(node: ast.expr, module: TestModule | None) -> set[str]:
 class SymbolLinks:
     name = "symbol"
 
+    def __init__(self, mapped: frozenset[Target] = frozenset()) -> None:
+        """`mapped`: the symbols of the change set mapped on their own
+        (`mapped_on_their_own`)."""
+        self.mapped = mapped
+
     def reach(self, change: object, index: LinkIndex) -> Outcome:
         if not isinstance(change, SymbolChange):
             return Outcome()
         label = f"{change.path}: {change.qualname} {change.kind}"
-        quiet = self._no_effect(change)
+        quiet = behaviour_free(change)
         if quiet:
             return Outcome(no_effect=f"{label}: {quiet}")
         subsystem = subsystem_of(change.path)
@@ -345,7 +378,7 @@ class SymbolLinks:
         if change.kind == ChangeKind.added and not self._linked(target, index):
             return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
         if change.kind == ChangeKind.added:
-            through = _through_unchanged_users(change, target, index)
+            through = _through_unchanged_users(change, target, index, self.mapped)
             if through is not None:
                 return through
         if change.qualname == MODULE_SYMBOL:
@@ -407,17 +440,6 @@ class SymbolLinks:
         return Outcome(
             no_effect=f"{label}: removed (its former users changed too, and are mapped){seen}"
         )
-
-    def _no_effect(self, change: SymbolChange) -> str:
-        if change.other_device_only:
-            return "only another device's code changed"
-        if change.path in BEHAVIOUR_FREE_FILES:
-            return BEHAVIOUR_FREE_FILES[change.path]
-        if change.qualname in BEHAVIOUR_FREE_SYMBOLS:
-            return BEHAVIOUR_FREE_SYMBOLS[change.qualname]
-        if is_other_device_package(change.path):
-            return "another device's package"
-        return ""
 
     def _module_level(
         self, change: SymbolChange, label: str, index: LinkIndex, test_code: bool

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import ast
 
-from selection.pyast import normalized_fingerprint
+from selection.pyast import module_symbols, normalized_fingerprint, same_code
 
 
 def fingerprint(source: str) -> str:
     return normalized_fingerprint(list(ast.parse(source).body))
-
-
-def statements(source: str, skip: int = 0) -> list[ast.AST]:
-    """The module's statements past the first `skip` (a symbol's own statements)."""
-    return list(ast.parse(source).body[skip:])
 
 
 def test_reordered_imports_of_different_names_are_the_same_code() -> None:
@@ -78,8 +73,8 @@ IMPLEMENTATION = (
     "        return float(max(a, b))\n"
     "    return max(a, b)\n"
 )
+TYPING = "import typing\nfrom typing import overload as _overload\n"
 STUBS = (
-    "from typing import overload as _overload\n"
     "@_overload\n"
     "def sym_max(a: int, b: int) -> int: ...\n"
     "@typing.overload\n"
@@ -87,35 +82,58 @@ STUBS = (
 )
 
 
+def same(old: str, new: str, name: str = "sym_max") -> bool:
+    """Whether `name` is the same code in the two module texts (as the Detect stage asks)."""
+    before = module_symbols(ast.parse(old), old)[name]
+    after = module_symbols(ast.parse(new), new)[name]
+    return same_code(before, after)
+
+
 def test_overload_stubs_before_an_implementation_are_not_a_change() -> None:
     """2.14 adds `@overload` stubs to torch.sym_max and friends: the implementation replaces
     what `overload` returns, so with an unchanged implementation nothing runs differently."""
-    old = statements(IMPLEMENTATION)
-    new = statements(STUBS + IMPLEMENTATION, skip=1)  # the symbol's own statements
-    assert normalized_fingerprint(old) == normalized_fingerprint(new)
+    assert same(TYPING + IMPLEMENTATION, TYPING + STUBS + IMPLEMENTATION)
 
 
 def test_the_implementation_after_overload_stubs_is_still_compared() -> None:
     changed = IMPLEMENTATION.replace("max(a, b)\n", "min(a, b)\n")
-    old = statements(STUBS + IMPLEMENTATION, skip=1)
-    new = statements(STUBS + changed, skip=1)
-    assert normalized_fingerprint(old) != normalized_fingerprint(new)
+    assert not same(TYPING + STUBS + IMPLEMENTATION, TYPING + STUBS + changed)
 
 
-def test_stubs_without_an_implementation_are_what_the_name_binds() -> None:
+def test_stubs_without_an_implementation_after_them_are_what_the_name_binds() -> None:
     """Without a later implementation the last stub is the function (calling it raises):
-    dropping or changing a stub then changes behaviour."""
-    one = statements("@overload\ndef f(a: int) -> int: ...\n")
-    other = statements("@overload\ndef f(a: int) -> int:\n    return a\n")
-    assert normalized_fingerprint(one) != normalized_fingerprint(other)
+    changing a stub then changes behaviour, and so does one after the implementation."""
+    stub = "from typing import overload\n@overload\ndef f(a: int) -> int: ...\n"
+    assert not same(stub, stub.replace("...", "return a"), "f")
+    implementation = "from typing import overload\ndef f(a):\n    return a\n"
+    late = "@overload\ndef f(a: int) -> int: ...\n"
+    assert not same(implementation, implementation + late, "f")
 
 
-def test_typing_cast_is_its_value() -> None:
-    """`typing.cast(T, v)` returns `v` (SymInt.__init__ of 2.14); a bare `cast` naming no
-    type by a string is some other function (torch/_inductor/bounds.py's `cast(x, dtype)`)."""
-    plain = fingerprint("def f(self, node):\n    self.node = node\n")
-    assert plain == fingerprint(
-        'def f(self, node):\n    self.node = typing.cast("SymNode", node)\n'
+def test_overload_stubs_of_a_method_are_not_a_change() -> None:
+    method = "    def size(self, dim=None):\n        return self.shape\n"
+    stubs = "    @overload\n    def size(self, dim: None = None) -> tuple: ...\n"
+    head = "from typing import overload\nclass T:\n"
+    assert same(head + method, head + stubs + method, "T.size")
+
+
+def test_torchscript_overload_stubs_are_code() -> None:
+    """torch/nn/functional.py's `_overload` is torch._jit_internal's: it checks each stub's
+    body on import and TorchScript compiles callers against the stubs' signatures."""
+    head = "from torch._jit_internal import _overload\n"
+    stub = "@_overload\ndef sym_max(a: int, b: int) -> int:\n    pass\n"
+    assert not same(head + IMPLEMENTATION, head + stub + IMPLEMENTATION)
+    assert not same(
+        head + stub + IMPLEMENTATION, head + stub.replace("pass", "return a") + IMPLEMENTATION
     )
-    assert plain == fingerprint('def f(self, node):\n    self.node = cast("SymNode", node)\n')
-    assert plain != fingerprint("def f(self, node):\n    self.node = cast(node, dtype)\n")
+
+
+def test_typing_cast_naming_its_type_by_a_string_is_its_value() -> None:
+    """`typing.cast("T", v)` returns `v` (SymInt.__init__ of 2.14). A type given as an
+    expression is evaluated (a name imported only under TYPE_CHECKING fails there), and a
+    bare `cast(x, dtype)` is some other function (torch/_inductor/bounds.py defines one)."""
+    plain = fingerprint("def f(self, node):\n    self.node = node\n")
+    for value in ('typing.cast("SymNode", node)', 'cast("SymNode", node)'):
+        assert plain == fingerprint(f"def f(self, node):\n    self.node = {value}\n")
+    for value in ("typing.cast(SymNode, node)", "cast(node, dtype)"):
+        assert plain != fingerprint(f"def f(self, node):\n    self.node = {value}\n")

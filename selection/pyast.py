@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from selection.devices import names_cpu_test_decorator, names_other_device
@@ -106,21 +107,53 @@ class TypingNames:
 
 
 def typing_names(tree: ast.Module) -> TypingNames:
-    """The module's top-level imports of typing's `overload` (in `if`/`try` blocks too)."""
-    overload: set[str] = set()
-    modules: set[str] = set()
-    pending: list[ast.stmt] = list(tree.body)
-    while pending:
-        stmt = pending.pop()
-        if isinstance(stmt, (ast.If, ast.Try, ast.TryStar)):
-            pending.extend(stmt.body + stmt.orelse + getattr(stmt, "finalbody", []))
-            for handler in getattr(stmt, "handlers", []):
-                pending.extend(handler.body)
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module in _TYPING_MODULES:
-            overload |= {a.asname or a.name for a in stmt.names if a.name == "overload"}
+    """The names the module binds, at run time, only to typing's `overload` or to a typing
+    module: its top-level statements, `if`/`try` blocks included but not the body of
+    `if TYPE_CHECKING:` (not run). A name any other statement binds too (another module's
+    `overload`, `overload = torch.jit._overload`, a `def`) is not typing's."""
+    bindings: dict[str, list[str]] = {}  # name -> what each binding of it is
+    for stmt in _run_at_import(tree.body):
+        if isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                typing = stmt.module in _TYPING_MODULES and alias.name == "overload"
+                bindings.setdefault(alias.asname or alias.name, []).append(
+                    "overload" if typing else "other"
+                )
         elif isinstance(stmt, ast.Import):
-            modules |= {a.asname or a.name for a in stmt.names if a.name in _TYPING_MODULES}
-    return TypingNames(frozenset(overload), frozenset(modules))
+            for alias in stmt.names:
+                typing = alias.name in _TYPING_MODULES
+                name = alias.asname or alias.name.split(".", 1)[0]
+                bindings.setdefault(name, []).append("module" if typing else "other")
+        else:
+            for name in _bound_names(stmt):
+                bindings.setdefault(name, []).append("other")
+    only = {name: set(kinds) for name, kinds in bindings.items() if len(set(kinds)) == 1}
+    return TypingNames(
+        frozenset(n for n, k in only.items() if k == {"overload"}),
+        frozenset(n for n, k in only.items() if k == {"module"}),
+    )
+
+
+def _run_at_import(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Module-level statements, those of `if`/`try` blocks too, but not `if TYPE_CHECKING:`
+    bodies."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            if not _is_type_checking(stmt.test):
+                yield from _run_at_import(stmt.body)
+            yield from _run_at_import(stmt.orelse)
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+            yield from _run_at_import(stmt.body + stmt.orelse + stmt.finalbody)
+            for handler in stmt.handlers:
+                yield from _run_at_import(handler.body)
+        else:
+            yield stmt
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """`TYPE_CHECKING` or `typing.TYPE_CHECKING`."""
+    name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", "")
+    return name == "TYPE_CHECKING"
 
 
 def _is_overload_stub(node: ast.AST, names: TypingNames) -> bool:
@@ -271,6 +304,19 @@ class Symbol:
         """What the behaviour comparisons read: its statements less the `@overload` stubs an
         implementation replaces."""
         return self.nodes if self.runtime is None else self.runtime
+
+    @property
+    def definitions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Its `def` statements that run (typing's `@overload` stubs left out): every one's
+        decorators ran, so each can register the function."""
+        return [n for n in self.runtime_nodes if isinstance(n, FUNCTION_DEFS)]
+
+    @property
+    def implementation(self) -> ast.AST | None:
+        """What the name is at run time: its last `def` (after stubs, TorchScript's
+        included), else its first statement."""
+        defs = self.definitions
+        return defs[-1] if defs else (self.runtime_nodes[0] if self.runtime_nodes else None)
 
     def fingerprint(self, agnostic: bool = False, tests: bool = False) -> str:
         """`agnostic`: of the code that can run on our device (selection.python.for_us)."""

@@ -84,7 +84,7 @@ def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
     None: left unset, the op is inferred from the decorated function's name."""
     found: set[str] = set()
     for qualname, symbol in symbols.items():
-        node = symbol.runtime_nodes[0] if symbol.runtime_nodes else None
+        node = symbol.implementation
         if not isinstance(node, ast.FunctionDef):
             continue
         args = node.args
@@ -162,10 +162,9 @@ def pending_factory_calls(
     local = _inferring_factories(symbols)
     found = []
     for qualname, symbol in symbols.items():
-        node = symbol.runtime_nodes[0] if symbol.runtime_nodes else None
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or "." in qualname:
+        if "." in qualname:
             continue
-        for deco in node.decorator_list:
+        for deco in (d for node in symbol.definitions for d in node.decorator_list):
             if not isinstance(deco, ast.Call) or _aten_ops(deco, aliases) or not infers(deco):
                 continue
             chain = chain_of(deco.func)
@@ -205,11 +204,11 @@ def registrations_in(
     factories = _inferring_factories(symbols)
     functions = {q for q, s in symbols.items() if s.kind == "function"}
     for qualname, symbol in symbols.items():
-        node = symbol.runtime_nodes[0] if symbol.runtime_nodes else None
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "." not in qualname:
-            for deco in node.decorator_list:
-                for op, how in _decorator_ops(deco, qualname, aliases, factories, path):
-                    found.append((op, qualname, how, deco.lineno))
+        if "." in qualname:
+            continue
+        for deco in (d for node in symbol.definitions for d in node.decorator_list):
+            for op, how in _decorator_ops(deco, qualname, aliases, factories, path):
+                found.append((op, qualname, how, deco.lineno))
     module = symbols.get(MODULE_SYMBOL)
     for stmt in module.nodes if module is not None else []:
         for function, op, how in _module_level(stmt, functions, aliases):  # type: ignore[arg-type]

@@ -17,16 +17,17 @@
 - An added symbol nothing in the head reaches is reached only by code that changed to use
   it (mapped on its own); one that something reaches (a new decomposition registered for an
   op) is linked, through its users that did not change (selection.links.added: a user
-  changed too is mapped on its own, and a new `Tensor` method shadowing an ATen op reaches
-  what ran that op rather than every tensor's constructor). A removed one is reached only by code that changed to stop using it, unless
-  it was registered as an op's kernel: then that op is linked.
+  changed too is mapped on its own, and a new `Tensor` method shadowing an ATen op
+  reaches what ran that op rather than every tensor's constructor). A removed one is
+  reached only by code that changed to stop using it, unless it was registered as an op's
+  kernel: then that op is linked.
 """
 
 from __future__ import annotations
 
 import ast
 
-from selection.links.added import added_reach, shadowed_aten_op
+from selection.links.added import added_reach, called_by_name, shadowed_aten_op
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
@@ -183,12 +184,16 @@ def _through_unchanged_users(
     `Tensor` method shadowing an ATen op (selection.links.added): what its other users
     reach; None: linked as it is."""
     label = f"{change.path}: {change.qualname} {change.kind}"
-    shadowed = shadowed_aten_op(target, index.explorer.aten_ops, index.head.module(change.path))
+    shadowed = shadowed_aten_op(target, index.explorer.aten_ops)
+    named = bool(shadowed) and called_by_name(
+        index.head.module(change.path), target.name.rsplit(".", 1)[1]
+    )
     reach = added_reach(
         target,
         index.graph.users.get(target, []),
         mapped,
         shadowed,
+        named,
         Step(change.path, change.qualname, str(change.kind)),
     )
     if reach is None:
@@ -201,13 +206,17 @@ def _through_unchanged_users(
 
 
 def mapped_on_their_own(changes: list[SymbolChange]) -> frozenset[Target]:
-    """The added and modified symbols this link kind maps with links or a canary (not those
-    with a "no effect" reason): a use by one of them is followed there, not again as a use
-    of an added function it calls."""
+    """The added and modified symbols whose own mapping reaches everything that runs them:
+    a use by one of them is followed there, not again as a use of an added function it
+    calls. Not one with a "no effect" reason whatever it reaches (`behaviour_free`), nor one
+    changed only on failing paths (that reaches only tests that handle errors, and a new
+    function it calls may run on its other paths)."""
     return frozenset(
         Target.function(c.path, c.qualname)
         for c in changes
-        if c.kind in (ChangeKind.added, ChangeKind.modified) and not behaviour_free(c)
+        if c.kind in (ChangeKind.added, ChangeKind.modified)
+        and not behaviour_free(c)
+        and not c.failure_only
     )
 
 
@@ -375,7 +384,8 @@ class SymbolLinks:
             return Outcome(
                 links=templates + (also if target in index.graph else []), kind="template"
             )
-        if change.kind == ChangeKind.added and not self._linked(target, index):
+        shadowing = bool(shadowed_aten_op(target, index.explorer.aten_ops))
+        if change.kind == ChangeKind.added and not shadowing and not self._linked(target, index):
             return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
         if change.kind == ChangeKind.added:
             through = _through_unchanged_users(change, target, index, self.mapped)

@@ -129,8 +129,8 @@ def _drop_registered_ops(summary: ModuleSummary, symbols: dict[str, Symbol]) -> 
         registered.setdefault(function, set()).add(op.split(".", 1)[0])
     for qualname, ops in registered.items():
         symbol = symbols.get(qualname)
-        node = symbol.runtime_nodes[0] if symbol is not None and symbol.runtime_nodes else None
-        spans = [(d.lineno, d.end_lineno or d.lineno) for d in getattr(node, "decorator_list", ())]
+        defs = symbol.definitions if symbol is not None else []
+        spans = [(d.lineno, d.end_lineno or d.lineno) for n in defs for d in n.decorator_list]
         summary.uses[qualname] = tuple(
             use
             for use in summary.uses.get(qualname, ())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from selection.links.added import AddedReach, added_reach, shadowed_aten_op
+from selection.links.added import AddedReach, added_reach, called_by_name, shadowed_aten_op
 from selection.links.base import Step, Target
 from selection.links.graph import Edge
 
@@ -29,25 +29,25 @@ def _linked(reach: AddedReach) -> set[str]:
 
 def test_a_user_that_changed_too_is_set_aside_and_the_unchanged_ones_are_kept() -> None:
     users = [_call("Tensor.cholesky", HELPER, "calls cholesky (line 905)", TENSOR), NAMED]
-    reach = added_reach(HELPER, users, frozenset({METHOD}), "", ADDED)
+    reach = added_reach(HELPER, users, frozenset({METHOD}), "", False, ADDED)
     assert reach is not None
     assert _linked(reach) == {"lu_solve"}
     assert reach.set_aside == ["Tensor.cholesky (changed too)"]
 
 
 def test_with_nothing_set_aside_the_function_is_linked_as_it_is() -> None:
-    assert added_reach(HELPER, [NAMED], frozenset(), "", ADDED) is None
+    assert added_reach(HELPER, [NAMED], frozenset(), "", False, ADDED) is None
 
 
 def test_a_kernel_registered_for_an_op_is_linked_through_the_registration() -> None:
     registration = Edge(Target.aten("cholesky"), HELPER, "registration", Step("", "", "reg"))
     changed = frozenset({Target.function(TENSOR, "Tensor.cholesky")})
     users = [registration, _call("Tensor.cholesky", HELPER, "calls cholesky", TENSOR)]
-    assert added_reach(HELPER, users, changed, "", ADDED) is None
+    assert added_reach(HELPER, users, changed, "", False, ADDED) is None
 
 
 def test_a_shadowing_tensor_method_trades_constructions_for_its_aten_op() -> None:
-    reach = added_reach(METHOD, [CONSTRUCTION, NAMED], frozenset(), "cholesky", ADDED)
+    reach = added_reach(METHOD, [CONSTRUCTION, NAMED], frozenset(), "cholesky", True, ADDED)
     assert reach is not None
     assert _linked(reach) == {"lu_solve", "cholesky"}  # the named call, and ATen cholesky
     assert [t.kind for t in (link.target for link in reach.links)] == ["function", "aten"]
@@ -57,9 +57,22 @@ def test_a_shadowing_tensor_method_trades_constructions_for_its_aten_op() -> Non
 
 
 def test_constructions_stay_uses_of_a_method_that_shadows_nothing() -> None:
-    """A method of another class, or one no call names (an operator, a property), keeps
-    the construction edges: they are its only way in."""
-    assert added_reach(METHOD, [CONSTRUCTION], frozenset(), "", ADDED) is None
+    """A method of another class keeps the construction edges: they are its only way in."""
+    assert added_reach(METHOD, [CONSTRUCTION], frozenset(), "", False, ADDED) is None
+
+
+def test_a_dunder_or_property_over_an_aten_op_keeps_constructions_and_gains_the_op() -> None:
+    """`a & b` or `x.real` names no method: constructions stay uses, beside ATen's op."""
+    dunder = Target.function(TENSOR, "Tensor.__and__")
+    construction = _call("Module._apply", dunder, "calls torch.nn.Parameter (line 983)")
+    reach = added_reach(dunder, [construction], frozenset(), "__and__", False, ADDED)
+    assert reach is not None and reach.set_aside == []
+    assert _linked(reach) == {"Module._apply", "__and__"}
+
+
+def test_a_shadowing_method_nothing_uses_yet_still_reaches_its_aten_op() -> None:
+    reach = added_reach(METHOD, [], frozenset(), "cholesky", True, ADDED)
+    assert reach is not None and _linked(reach) == {"cholesky"}
 
 
 def test_an_edge_of_another_kind_naming_something_else_is_no_construction() -> None:
@@ -69,7 +82,7 @@ def test_an_edge_of_another_kind_naming_something_else_is_no_construction() -> N
         "callable",
         Step("", "", "method_variant defaults to torch.Tensor.absolute (alias 'absolute')"),
     )
-    reach = added_reach(METHOD, [alias], frozenset(), "cholesky", ADDED)
+    reach = added_reach(METHOD, [alias], frozenset(), "cholesky", True, ADDED)
     assert reach is not None and reach.set_aside == []
     assert _linked(reach) == {"absolute", "cholesky"}
 
@@ -88,13 +101,18 @@ class Tensor(torch._C.TensorBase):
 """
 
 
-def test_only_a_plain_tensor_method_named_after_an_aten_op_shadows_it() -> None:
-    module = ast.parse(TENSOR_SOURCE)
+def test_a_tensor_method_named_after_an_aten_op_shadows_it() -> None:
     ops = frozenset({"cholesky", "__and__", "real"})
     name = {m: Target.function(TENSOR, f"Tensor.{m}") for m in ("cholesky", "__and__", "real")}
-    assert shadowed_aten_op(name["cholesky"], ops, module) == "cholesky"
-    assert shadowed_aten_op(name["__and__"], ops, module) == ""  # `a & b` names no method
-    assert shadowed_aten_op(name["real"], ops, module) == ""  # `x.real` is read, not called
-    assert shadowed_aten_op(name["cholesky"], frozenset(), module) == ""
+    assert {m: shadowed_aten_op(t, ops) for m, t in name.items()} == {m: m for m in name}
+    assert shadowed_aten_op(name["cholesky"], frozenset()) == ""
     other = Target.function("torch/nn/parameter.py", "Parameter.cholesky")
-    assert shadowed_aten_op(other, ops, module) == ""
+    assert shadowed_aten_op(other, ops) == ""
+
+
+def test_only_a_plain_method_is_called_by_name() -> None:
+    module = ast.parse(TENSOR_SOURCE)
+    assert called_by_name(module, "cholesky")
+    assert not called_by_name(module, "__and__")  # `a & b` names no method
+    assert not called_by_name(module, "real")  # `x.real` is read, not called
+    assert not called_by_name(module, "missing")

@@ -32,6 +32,8 @@ def wrap(x):
 
 
 def absolute(x):
+    if x is None:
+        raise ValueError("no tensor")
     return x.abs()
 """
 # the head's new method: `x.abs()` ran ATen abs; now it runs Python that raises
@@ -43,7 +45,10 @@ SHADOWING = """
 """
 
 
-def _select(upstream: UpstreamRepo, manifest: Path, tmp_path: Path) -> PipelineState:
+def _select(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, reworded: bool = False
+) -> PipelineState:
+    """`reworded`: the head also rewords `absolute`'s error (a failing-path-only change)."""
     upstream.reset()
     upstream.write(TENSOR, BASE_TENSOR)
     upstream.write(HELPERS, WRAPPING)
@@ -63,6 +68,8 @@ def _select(upstream: UpstreamRepo, manifest: Path, tmp_path: Path) -> PipelineS
     base = upstream.commit("samples that wrap and call abs")
     upstream.write(TENSOR, BASE_TENSOR + SHADOWING)
     upstream.write(REMOVED, 'def abs_removed(x):\n    raise RuntimeError("abs was removed")\n')
+    if reworded:
+        upstream.edit(HELPERS, '"no tensor"', '"expected a tensor"')
     head = upstream.commit("Tensor.abs removed")
     return select_from(upstream, manifest, base, head, tmp_path)
 
@@ -90,3 +97,24 @@ def test_a_function_only_the_new_method_calls_is_mapped_through_it(
     [said] = [n for n in state.mapped.no_effect if "abs_removed added" in n]
     assert "only code mapped on its own uses it: Tensor.abs (changed too)" in said
     assert not state.blind_spots
+
+
+def test_a_caller_changed_only_on_failing_paths_does_not_stand_for_the_new_method(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`absolute`'s reworded error reaches only tests that handle errors; the new method it
+    calls on its other path still reaches mul's tests through it."""
+    state = _select(upstream, manifest, tmp_path, reworded=True)
+    assert {op for op, _ in linked_ops(state)} == {"mul", "abs"}
+
+
+def test_a_shadowing_method_nothing_calls_yet_reaches_what_ran_its_op(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    upstream.reset()
+    upstream.write(TENSOR, BASE_TENSOR)
+    base = upstream.commit("a Python Tensor class")
+    upstream.write(TENSOR, BASE_TENSOR + '\n    def abs(self):\n        raise RuntimeError("x")\n')
+    head = upstream.commit("Tensor.abs raises")
+    state = select_from(upstream, manifest, base, head, tmp_path)
+    assert {op for op, _ in linked_ops(state)} == {"abs"}

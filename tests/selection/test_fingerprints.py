@@ -137,3 +137,22 @@ def test_typing_cast_naming_its_type_by_a_string_is_its_value() -> None:
         assert plain == fingerprint(f"def f(self, node):\n    self.node = {value}\n")
     for value in ("typing.cast(SymNode, node)", "cast(node, dtype)"):
         assert plain != fingerprint(f"def f(self, node):\n    self.node = {value}\n")
+
+
+def test_an_overload_name_bound_to_something_else_at_run_time_is_not_typings() -> None:
+    """typing's `overload` only under TYPE_CHECKING, or rebound later (TorchScript's, a
+    module attribute): the stubs run as TorchScript's, so they are code."""
+    stub = "@overload\ndef sym_max(a: int, b: int) -> int:\n    pass\n"
+    edited = stub.replace("pass", "return a")
+    for imports in (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from typing import overload\n"
+        "else:\n    from torch._jit_internal import _overload as overload\n",
+        "from typing import overload\nfrom torch._jit_internal import _overload as overload\n",
+        "from typing import overload\nimport torch\noverload = torch.jit._overload\n",
+    ):
+        assert not same(imports + stub + IMPLEMENTATION, imports + edited + IMPLEMENTATION)
+    typed = "import typing as t\n"
+    assert same(
+        typed + IMPLEMENTATION, typed + stub.replace("@overload", "@t.overload") + IMPLEMENTATION
+    )

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from selection.state import Group, Verdict
 
+# What a run verdict says for a change the tests run, by the kind of its map cause.
+_RAN_CHANGED = {
+    "entry": "the op's OpInfo/ModuleInfo entry changed upstream",
+    "native": "the op's schema, kernel or derivative formula changed upstream",
+    "library": "library code these tests run changed upstream (the cause chain shows the path)",
+}
+
 # How likely a change of each kind is to break a reused test (higher runs first).
 PRIORITY = {
     "template": 0.95,
@@ -98,14 +105,8 @@ class DeterministicAgent:
                 priority,
                 self.name,
             )
-        if kind in ("entry", "native", "library"):
-            return Verdict(
-                "run",
-                "the op's definition, kernel or reference changed upstream",
-                0.8,
-                priority,
-                self.name,
-            )
+        if kind in _RAN_CHANGED:
+            return Verdict("run", _RAN_CHANGED[kind], 0.8, priority, self.name)
         if kind == "template":
             return Verdict("run", "the test body itself changed upstream", 0.9, priority, self.name)
         return Verdict("run", f"reached by a changed {kind}", 0.6, priority, self.name)

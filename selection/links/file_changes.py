@@ -24,6 +24,11 @@ BEHAVIOUR_FREE = (
 )
 
 
+def is_not_code(path: str) -> bool:
+    """Documentation, type stubs or CI configuration: nothing a test runs."""
+    return path.startswith(NOT_CODE_PREFIXES) or path.endswith(NOT_CODE_SUFFIXES)
+
+
 class FileLinks:
     name = "file"
 
@@ -43,7 +48,7 @@ class FileLinks:
             return Outcome(no_effect=f"{label}: {BEHAVIOUR_FREE}")
         if is_other_device_package(path):
             return Outcome(no_effect=f"{label}: another device's package")
-        if path.startswith(NOT_CODE_PREFIXES) or path.endswith(NOT_CODE_SUFFIXES):
+        if is_not_code(path):
             return Outcome(no_effect=f"{label}: documentation, type stubs or CI configuration")
         subsystem = subsystem_of(path)
         if subsystem is not None:

@@ -31,7 +31,15 @@ from selection.links.added import added_reach, called_by_name, shadowed_aten_op
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
-from selection.links.resolve import recording_saw
+from selection.links.refs_mode import (
+    REFS_ROOT,
+    Callers,
+    callers_by_name,
+    ref_entry_links,
+    refs_mode_reach,
+    refs_name,
+)
+from selection.links.resolve import recording_saw, root_instances
 from selection.links.startup import load_time_functions, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
@@ -205,6 +213,48 @@ def _through_unchanged_users(
     return Outcome(links=reach.links, kind=kind)
 
 
+def _with_refs_mode(outcome: Outcome, change: SymbolChange, index: LinkIndex) -> Outcome:
+    """A changed reference of torch/_refs also reaches the ref tests of the references that
+    call it under TorchRefsMode (selection.links.refs_mode), beside its links; a canary's
+    outcome is left as it is (its aim is what the links reach)."""
+    name = refs_name(change.path, change.qualname)
+    if not name or change.kind == ChangeKind.added or outcome.canary:
+        return outcome
+    first = Step(change.path, change.qualname, str(change.kind))
+    links = ref_entry_links(
+        refs_mode_reach(name, _refs_callers(index)),
+        _ref_entries(index),
+        lambda entry: tuple(i.node_id for i in root_instances(entry, index)),
+        first,
+    )
+    if not links:
+        return outcome
+    if outcome.no_effect:
+        return Outcome(links=links, kind="library")
+    outcome.links = [*outcome.links, *links]
+    return outcome
+
+
+def _refs_callers(index: LinkIndex) -> Callers:
+    def build() -> Callers:
+        paths = [p for p in index.head.tree.list(REFS_ROOT) if p.endswith(".py")]
+        return callers_by_name([s for p in paths if (s := index.explorer.summary(p)) is not None])
+
+    return index.memo("symbol_changes.refs_callers", build)
+
+
+def _ref_entries(index: LinkIndex) -> dict[str, list[Target]]:
+    def build() -> dict[str, list[Target]]:
+        found: dict[str, list[Target]] = {}
+        for entry in index.db.entries.values():
+            if entry.full_name.startswith("_refs."):
+                target = Target.entry(entry.database, entry.name, entry.variant)
+                found.setdefault(entry.name, []).append(target)
+        return found
+
+    return index.memo("symbol_changes.ref_entries", build)
+
+
 def mapped_on_their_own(changes: list[SymbolChange]) -> frozenset[Target]:
     """The added and modified symbols whose own mapping reaches everything that runs them:
     a use by one of them is followed there, not again as a use of an added function it
@@ -352,7 +402,7 @@ class SymbolLinks:
         subsystem = subsystem_of(change.path)
         if subsystem is not None:
             return _in_subsystem(change, label, subsystem, index)
-        outcome = self._reach(change, label, index)
+        outcome = _with_refs_mode(self._reach(change, label, index), change, index)
         if _runs_at_import(change, index):
             outcome = _at_import(
                 outcome, f"{label}: runs while `import torch` runs, before every test"
@@ -386,7 +436,10 @@ class SymbolLinks:
             )
         shadowing = bool(shadowed_aten_op(target, index.explorer.aten_ops))
         if change.kind == ChangeKind.added and not shadowing and not self._linked(target, index):
-            return Outcome(no_effect=f"{label}: new (its users changed too, and are mapped)")
+            return Outcome(
+                no_effect=f"{label}: new, and nothing in the head uses it (code that starts "
+                "to use it changes too, and is mapped on its own)"
+            )
         if change.kind == ChangeKind.added:
             through = _through_unchanged_users(change, target, index, self.mapped)
             if through is not None:

@@ -134,6 +134,8 @@ def apply_diff(
     missing = [
         p for p in _patched_paths(patch) if not _in_tree(base_tree, p) and not _is_new(patch, p)
     ]
+    for path in missing:
+        _refuse_extra_prefix(base_tree, base, diff_file, path)
     excluded = [p for p in missing if _cannot_hold(base_tree, p)]
     for path in missing:
         if path not in excluded:
@@ -159,6 +161,19 @@ def apply_diff(
     return Revision(
         f"{base.label}+{diff_file.name}", sha, base.version, base.upstream_sha
     ), excluded
+
+
+def _refuse_extra_prefix(tree: git.Tree, base: Revision, diff_file: Path, path: str) -> None:
+    """A path the base lacks whose tail after its first directory the base has
+    (`a/torch/x.py` for torch/x.py): the diff carries one prefix too many, as `git diff
+    --no-index a b` of two copies writes (`--- a/a/torch/x.py`). Left to widen, it would
+    select every test for what is an ordinary edit."""
+    _, _, rest = path.partition("/")
+    if rest and _in_tree(tree, rest):
+        raise BadInput(
+            f"--diff {diff_file}: {path} is not in {base.label}, but {rest} is: its paths "
+            "carry one prefix too many (write them as git diff does: a/torch/..., b/torch/...)"
+        )
 
 
 def _patched_paths(patch: str) -> list[str]:

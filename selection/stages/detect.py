@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from selection.detect import Detector
+from selection.links.file_changes import is_not_code
 from selection.model import ChangeKind, FileChange, StageReport
 from selection.state import PipelineState
 from selection.upstream import DTYPE_HELPERS
@@ -19,6 +20,9 @@ class DetectStage:
             request.base, request.head, request.changed_paths, state.file_progress
         )
         for path in request.unanalysed:
+            if is_not_code(path):  # documentation or CI: no effect, whatever the base holds
+                changes.files.append(FileChange(path, ChangeKind.modified))
+                continue
             why = f"the diff changes it, but the base tree ({request.base.label}) has no such file"
             file = FileChange(path, ChangeKind.modified, parse_error=why)
             changes.files.append(file)

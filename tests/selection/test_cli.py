@@ -584,6 +584,53 @@ def test_a_diff_of_a_file_the_base_tree_would_hold_but_lacks_does_not_apply(
     assert not (out / "selection.json").exists()
 
 
+def test_a_diff_with_one_path_prefix_too_many_says_so_on_one_line(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`git diff --no-index a b` of two copies writes `--- a/a/torch/...`: exit 2 naming
+    the path and the fix, not every test selected for an ordinary edit."""
+    patch = tmp_path / "doubled.patch"
+    path = "torch/nn/functional.py"
+    patch.write_text(
+        f"--- a/a/{path}\n+++ b/b/{path}\n@@ -1,2 +1,2 @@\n def relu(input):\n"
+        "-    return input.clamp(min=0)\n+    return input\n"
+    )
+    out = tmp_path / "out"
+    code, _, stderr = run_select(
+        mode_args(upstream, ["--from", upstream.base, "--diff", str(patch)], manifest, out),
+        tmp_path / "cache",
+    )
+    assert code == EXIT_BAD_INPUT
+    (line,) = [x for x in stderr.splitlines() if x.startswith("error:")]
+    assert f"a/{path} is not in {upstream.base}, but {path} is" in line
+    assert "one prefix too many" in line
+    assert not (out / "selection.json").exists()
+
+
+def test_a_documentation_diff_the_base_tree_cannot_hold_has_no_effect(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """A release mirror holds no docs/: an edit there is documentation all the same (it
+    selected every test, as an unanalysable file, exit 0)."""
+    from selection.sources.mirror import FORMAT_FILE, MIRROR_FORMAT
+
+    clone = git.Repo.clone_from(str(upstream.path), tmp_path / "mirror-shaped")
+    (Path(clone.working_dir) / FORMAT_FILE).write_text(MIRROR_FORMAT)
+    clone.index.add([FORMAT_FILE])
+    clone.index.commit("a release mirror's format marker")
+    faq = "docs/source/notes/faq.rst"
+    patch = tmp_path / "faq.patch"
+    patch.write_text(f"--- a/{faq}\n+++ b/{faq}\n@@ -1,2 +1,2 @@\n FAQ\n-old\n+new\n")
+    out = tmp_path / "out"
+    args = mode_args(upstream, ["--from", "HEAD", "--diff", str(patch)], manifest, out)
+    args[args.index(str(upstream.path))] = str(clone.working_dir)
+    code, _, _ = run_select(args, tmp_path / "cache")
+    assert code == EXIT_EMPTY
+    doc = json.loads((out / "selection.json").read_text())
+    assert doc["selected"] == [] and not doc["blind_spots"]
+    assert any(faq in n and "documentation" in n for n in doc["no_effect"])
+
+
 def test_a_diff_inside_a_submodule_of_the_clone_is_a_blind_spot_not_bad_input(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:

@@ -1,0 +1,94 @@
+"""What a changed Python reference reaches under TorchRefsMode. Pure.
+
+The ref tests (`test_python_ref` and its family) run a PythonRefInfo's reference inside
+`TorchRefsMode`, which sends each `torch.X` call made under it (and each `Tensor.X` method
+call) to `torch._refs.X` where that exists. A changed reference `_refs.X` therefore also
+runs in the ref tests of every reference that calls `torch.X` or `t.X()`, directly or
+through other references: glu's reference calls `torch.sigmoid`, so a change to
+`_refs.sigmoid` reaches `_refs.nn.functional.glu`'s ref tests. Outside the mode (eager,
+traced, recorded) the same call runs the ATen op, so neither the call graph nor the
+recording links it: these links are the ref entries' instances themselves.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from selection.links.base import Link, Step, Target
+from selection.python.summary import ModuleSummary
+
+REFS_ROOT = "torch/_refs/"
+# (caller's path, caller's qualname, how it calls, line) per torch name it calls
+Callers = dict[str, list[tuple[str, str, str, int]]]
+
+
+def refs_name(path: str, qualname: str) -> str:
+    """torch/_refs/__init__.py `sigmoid` -> "sigmoid"; torch/_refs/nn/functional/__init__.py
+    `glu` -> "nn.functional.glu"; "" for anything that is no top-level reference."""
+    if not path.startswith(REFS_ROOT) or not path.endswith(".py") or "." in qualname:
+        return ""
+    module = path[len(REFS_ROOT) :].removesuffix(".py").removesuffix("__init__").strip("/")
+    return f"{module.replace('/', '.')}.{qualname}" if module else qualname
+
+
+def callers_by_name(summaries: list[ModuleSummary]) -> Callers:
+    """Per torch name (`sigmoid`, `nn.functional.relu`), the references that call it as
+    `torch.<name>(...)` or, for a top-level name, as a method of an object of unknown type."""
+    found: Callers = {}
+    for summary in summaries:
+        for qualname, uses in summary.uses.items():
+            if not refs_name(summary.path, qualname):
+                continue
+            for use in uses:
+                name = _called_torch_name(use.chain, use.how, summary)
+                if name:
+                    how = f"calls {'.'.join(use.chain)}"
+                    found.setdefault(name, []).append((summary.path, qualname, how, use.line))
+    return found
+
+
+def _called_torch_name(chain: tuple[str, ...], how: str, summary: ModuleSummary) -> str:
+    if how != "call" or len(chain) < 2:
+        return ""
+    if chain[0] == "torch":
+        return ".".join(chain[1:])
+    unknown = chain[0] not in summary.kinds and chain[0] not in summary.bindings
+    return chain[1] if len(chain) == 2 and unknown else ""
+
+
+def refs_mode_reach(changed: str, callers: Callers) -> list[tuple[str, tuple[Step, ...]]]:
+    """The references (by refs name) that run the changed reference `changed` under the
+    mode, each with the chain of calls from it to the change (nearest first)."""
+    reached: dict[str, tuple[Step, ...]] = {}
+    queue: deque[tuple[str, tuple[Step, ...]]] = deque([(changed, ())])
+    while queue:
+        name, chain = queue.popleft()
+        for path, qualname, how, line in callers.get(name, ()):
+            caller = refs_name(path, qualname)
+            if caller in reached or caller == changed:
+                continue
+            step = Step(
+                path, qualname, f"{how} (line {line}), torch._refs.{name} under TorchRefsMode"
+            )
+            reached[caller] = (*chain, step)
+            queue.append((caller, reached[caller]))
+    return sorted(reached.items())
+
+
+def ref_entry_links(
+    reached: list[tuple[str, tuple[Step, ...]]],
+    entries: dict[str, list[Target]],
+    instances_of: Callable[[Target], tuple[str, ...]],
+    first: Step,
+) -> list[Link]:
+    """The instances of the PythonRefInfos of the reached references (`entries`: per refs
+    full name "_refs.<name>", its entry targets; `instances_of`: their node ids)."""
+    links: list[Link] = []
+    for name, chain in reached:
+        for entry in entries.get(f"_refs.{name}", ()):
+            ids = instances_of(entry)
+            if ids:
+                label = f"ref tests of {entry.name}"
+                links.append(Link(Target.instances(label, ids), (first, *chain)))
+    return links

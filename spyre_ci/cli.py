@@ -9,6 +9,7 @@ import torch) just to print `--help`.
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -41,5 +42,31 @@ def _register_all(group: click.Group) -> None:
 _register_all(cli)
 
 
+# click >= 8.2 raises this for a group called with no command (a UsageError whose message
+# is the whole help text)
+_NO_ARGS_IS_HELP: tuple[type[click.UsageError], ...] = tuple(
+    getattr(click.exceptions, name)
+    for name in ("NoArgsIsHelpError",)
+    if hasattr(click.exceptions, name)
+)
+
+
 def main() -> None:
-    cli(prog_name="spyre-ci")
+    """Run the CLI. A usage error (an option's bad value, an unknown option) is one line,
+    as every other error is: click's own display adds the usage text and a hint line."""
+    try:
+        code = cli.main(prog_name="spyre-ci", standalone_mode=False)
+    except _NO_ARGS_IS_HELP as exc:  # `spyre-ci` alone: the help, as click shows it
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "spyre-ci"
+        click.echo(f"Error: {exc.format_message()} (see '{where} --help')", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

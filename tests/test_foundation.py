@@ -41,6 +41,16 @@ def test_unknown_subcommand_fails_with_usage() -> None:
     assert "No such command" in result.stderr
 
 
+def test_a_bad_option_value_is_one_line_naming_the_option(tmp_path: Path) -> None:
+    """As every other error: click's usage text and hint line are left out."""
+    result = _spyre_ci("select", "--from", "2.13.0", "--diff", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"Error: Invalid value for '--diff': File '{tmp_path}' is a directory. "
+        "(see 'spyre-ci select --help')"
+    ]
+
+
 def test_every_command_shares_selects_exit_codes_and_says_so_in_help() -> None:
     from selection.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_SELECTED
     from spyre_ci import exit_codes

@@ -100,7 +100,8 @@ def _fetch_pr(repo: git.Repo, number: int) -> str:
 
 
 def _not_applying(diff_file: Path, base: Revision, stderr: str) -> str:
-    """One line: git's reasons joined, and how paths are read when one is not found."""
+    """One line: git's reasons joined, and how paths are read when one is not found (or
+    that the diff's lines end in CRLF, which the sources' do not)."""
     text = stderr.strip().removeprefix("stderr:").strip().strip("'")  # GitPython's framing
     reasons = "; ".join(
         line.strip().removeprefix("error: ") for line in text.splitlines() if line.strip()
@@ -108,7 +109,17 @@ def _not_applying(diff_file: Path, base: Revision, stderr: str) -> str:
     message = f"--diff {diff_file} does not apply to {base.label}: {reasons[:300]}"
     if "does not exist in index" in stderr:
         message += " (paths are read as `git diff` writes them: a/torch/... and b/torch/...)"
+    elif _ends_in_crlf(diff_file):
+        message += " (the diff's lines end in CRLF; the sources' end in LF)"
     return message
+
+
+def _ends_in_crlf(diff_file: Path) -> bool:
+    """Whether the diff's lines end in CRLF (read as bytes: text mode turns them into LF)."""
+    try:
+        return b"\r\n" in diff_file.read_bytes()
+    except OSError:
+        return False
 
 
 def read_diff(diff_file: Path) -> str:

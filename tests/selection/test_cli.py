@@ -524,6 +524,23 @@ def test_a_diff_that_does_not_apply_says_why_on_one_line_with_the_path_format(
         assert ("a/torch/... and b/torch/..." in line) is hint
 
 
+def test_a_diff_with_crlf_line_ends_says_so_when_it_does_not_apply(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    crlf = tmp_path / "crlf.patch"
+    crlf.write_bytes(
+        b"--- a/torch/nn/functional.py\r\n+++ b/torch/nn/functional.py\r\n@@ -1,2 +1,2 @@\r\n"
+        b" def relu(input):\r\n-    return input.clamp(min=0)\r\n+    return input\r\n"
+    )
+    code, _, stderr = run_select(
+        mode_args(upstream, ["--from", upstream.base, "--diff", str(crlf)], manifest, tmp_path),
+        tmp_path / "cache",
+    )
+    assert code == EXIT_BAD_INPUT
+    (line,) = [x for x in stderr.splitlines() if x.startswith("error:")]
+    assert "does not apply to" in line and "end in CRLF" in line
+
+
 def test_a_diff_of_a_file_the_base_tree_cannot_hold_is_a_blind_spot_not_dropped(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:

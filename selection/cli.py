@@ -35,6 +35,7 @@ from rich.progress import (
 
 from selection.enumerate import DeviceProfile
 from selection.errors import EXIT_EMPTY, EXIT_SELECTED, BadInput, SelectionError
+from selection.outputs.blind_spots import is_change_spot
 from selection.outputs.report import deps_note
 from selection.sources.release_tests import DEFAULT_REMOTE, DEFAULT_TIMEOUT, ReleaseTestSource
 
@@ -383,15 +384,6 @@ def _select(kw: dict[str, Any], console: Console) -> int:
 SHOWN_BLIND_SPOTS = 5
 
 
-_CHANGE_SPOT = re.compile(r"^\S+: .* (modified|added|removed)(: |$)")
-
-
-def _is_change_spot(spot: str) -> bool:
-    """A blind spot of one changed symbol (`path: name modified: linked to no reused test
-    statically`), covered by a canary; the others are the run's own (no test/ tree, no C++)."""
-    return bool(_CHANGE_SPOT.match(spot))
-
-
 def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
     reused = state.reused_total
     selected = len(state.candidates)
@@ -401,12 +393,12 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
         console.print(f"[dim]{note}[/]", highlight=False)
     # The run's own blind spots (no test/ tree, no C++) first; changed symbols nothing
     # links are many in a release upgrade: a count here, every one in the report.
-    spots = sorted(state.blind_spots, key=_is_change_spot)
+    spots = sorted(state.blind_spots, key=is_change_spot)
     for spot in spots[:SHOWN_BLIND_SPOTS]:
         console.print(f"[yellow]blind spot:[/] {spot}")
     hidden = spots[SHOWN_BLIND_SPOTS:]
     if hidden:
-        covered = " (each covered by a canary)" if all(map(_is_change_spot, hidden)) else ""
+        covered = " (each covered by a canary)" if all(map(is_change_spot, hidden)) else ""
         console.print(
             f"[yellow]… and {len(hidden)} more blind spots[/]{covered}: "
             "listed in report.md, 'Blind spots'"

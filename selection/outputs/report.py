@@ -9,6 +9,8 @@ from typing import Any
 
 import jinja2
 
+from selection.outputs.blind_spots import change_spot_groups, run_spots
+
 TEMPLATES = Path(__file__).with_name("templates")
 
 
@@ -88,6 +90,8 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
         "more_templates": max(0, len(templates) - top),
         "more_templates_tests": len(selected) - sum(n for _, n in top_templates),
         "plural": plural,
+        "run_spots": run_spots(doc["blind_spots"]),
+        "spot_groups": change_spot_groups(doc["blind_spots"]),
         "first": selected[:top],
         "ratio_pct": None if doc["summary"]["ratio"] is None else share(doc["summary"]["ratio"]),
     }

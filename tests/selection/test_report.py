@@ -133,3 +133,23 @@ def test_a_group_summary_names_the_subject_of_its_first_hop() -> None:
     assert "(2 links: torch/backends/cuda/__init__.py:matmul calls cuBLASModule" in via.summary
     own = map_cause("library", Link(template, (change, body), kinds=("template",)))
     assert own.summary == "template TestLinalg.test_matmul_small (1 link: calls matmul (line 3))"
+
+
+def test_changed_symbols_blind_spots_are_grouped_by_reason_after_the_runs_own() -> None:
+    from selection.outputs.blind_spots import change_spot_groups, run_spots
+
+    spots = [
+        "release wheels hold no C++: changes to kernels cannot be seen",
+        "torch/_dynamo/a.py: f modified: inside torch/_dynamo, linked only by the recording",
+        "torch/_dynamo/b.py: C.g added: inside torch/_dynamo, linked only by the recording",
+        "torch/x.py: h removed: linked to no reused test statically",
+    ]
+    assert run_spots(spots) == [spots[0]]
+    groups = change_spot_groups(spots)
+    assert [(g.reason, g.changes) for g in groups] == [
+        (
+            "inside torch/_dynamo, linked only by the recording",
+            ["torch/_dynamo/a.py: f modified", "torch/_dynamo/b.py: C.g added"],
+        ),
+        ("linked to no reused test statically", ["torch/x.py: h removed"]),
+    ]

@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 .PHONY: help setup sysdeps run test lint typecheck check bench bench-mutations serve e2e clean
 
 help: ## list the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv and install spyre-ci with all extras (torch==2.13.0 CPU)
 

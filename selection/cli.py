@@ -227,6 +227,7 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
     type=click.Choice(["deterministic", "llm"]),
     default="deterministic",
     show_default=True,
+    help="Triage agent: rules without network, or an OpenAI-compatible model (--llm-url, --model); a group it cannot decide runs.",
 )
 @click.option(
     "--llm-url", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."
@@ -241,7 +242,13 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
 @click.option(
     "--llm-timeout", type=float, default=60.0, show_default=True, help="Seconds per request."
 )
-@click.option("--llm-token-budget", type=int, default=200_000, show_default=True)
+@click.option(
+    "--llm-token-budget",
+    type=int,
+    default=200_000,
+    show_default=True,
+    help="Tokens --agent llm may spend in one run; past it, the remaining groups run.",
+)
 @click.option(
     "--llm-batch-size", type=int, default=20, show_default=True, help="Groups per request."
 )

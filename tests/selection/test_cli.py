@@ -547,26 +547,17 @@ def test_a_diff_of_a_file_the_base_tree_cannot_hold_is_a_blind_spot_not_dropped(
     """A release mirror keeps only a wheel's Python sources and YAML: a hunk of a C++ file
     cannot be analysed there, so every test runs and the report says why; a Python file the
     mirror would keep but lacks is still a diff that does not apply."""
-    from selection.sources.mirror import FORMAT_FILE, MIRROR_FORMAT
-
-    clone = git.Repo.clone_from(str(upstream.path), tmp_path / "mirror-shaped")
-    (Path(clone.working_dir) / FORMAT_FILE).write_text(MIRROR_FORMAT)
-    clone.index.add([FORMAT_FILE])
-    clone.index.commit("a release mirror's format marker")
+    clone = _mirror_shaped(upstream, tmp_path)
     cpp = "torch/csrc/autograd/FunctionsManual.cpp"
     hunks = {
         cpp: "@@ -1,2 +1,2 @@\n #include <x>\n-int a = 1;\n+int a = 2;\n",
         "torch/absent.py": "@@ -1,2 +1,2 @@\n import torch\n-x = 1\n+x = 2\n",
     }
-    outcomes = {}
-    for path, hunk in hunks.items():
-        patch = tmp_path / "absent.patch"
-        patch.write_text(f"--- a/{path}\n+++ b/{path}\n{hunk}")
-        out = tmp_path / path.replace("/", "-")
-        args = mode_args(upstream, ["--from", "HEAD", "--diff", str(patch)], manifest, out)
-        args[args.index(str(upstream.path))] = str(clone.working_dir)
-        outcomes[path] = (run_select(args, tmp_path / "cache"), out)
-    (code, _, _), out = outcomes[cpp]
+    outcomes = {
+        path: _select_hunk_on(clone, upstream, manifest, tmp_path, path, hunk)
+        for path, hunk in hunks.items()
+    }
+    code, _, out = outcomes[cpp]
     assert code == EXIT_SELECTED
     doc = json.loads((out / "selection.json").read_text())
     assert any(
@@ -574,7 +565,7 @@ def test_a_diff_of_a_file_the_base_tree_cannot_hold_is_a_blind_spot_not_dropped(
         for spot in doc["blind_spots"]
     )
     assert cpp in (out / "report.md").read_text()
-    (code, _, stderr), out = outcomes["torch/absent.py"]
+    code, stderr, out = outcomes["torch/absent.py"]
     assert code == EXIT_BAD_INPUT and "torch/absent.py: no such file" in stderr
     assert not (out / "selection.json").exists()
 
@@ -584,10 +575,19 @@ def test_a_diff_of_a_file_the_base_tree_would_hold_but_lacks_does_not_apply(
 ) -> None:
     """A misspelt or stale path under a directory the base has is a diff written for another
     tree: one line naming the path, exit 2, no report (it selected everything, exit 0)."""
-    patch = tmp_path / "typo.patch"
     missing = "torch/nn/functionl.py"
+    line = _refused_relu_edit(upstream, manifest, tmp_path, f"a/{missing}", f"b/{missing}")
+    assert f"does not apply to {upstream.base}: {missing}: no such file" in line
+
+
+def _refused_relu_edit(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str
+) -> str:
+    """The one error line for a diff of relu's body with these `---`/`+++` paths, checked
+    to exit 2 and write no report."""
+    patch = tmp_path / "relu.patch"
     patch.write_text(
-        f"--- a/{missing}\n+++ b/{missing}\n@@ -1,2 +1,2 @@\n def relu(input):\n"
+        f"--- {old}\n+++ {new}\n@@ -1,2 +1,2 @@\n def relu(input):\n"
         "-    return input.clamp(min=0)\n+    return input\n"
     )
     out = tmp_path / "out"
@@ -596,9 +596,9 @@ def test_a_diff_of_a_file_the_base_tree_would_hold_but_lacks_does_not_apply(
         tmp_path / "cache",
     )
     assert code == EXIT_BAD_INPUT
-    (line,) = [x for x in stderr.splitlines() if x.startswith("error:")]
-    assert f"does not apply to {upstream.base}: {missing}: no such file" in line
     assert not (out / "selection.json").exists()
+    (line,) = [x for x in stderr.splitlines() if x.startswith("error:")]
+    return line
 
 
 def test_a_diff_with_one_path_prefix_too_many_says_so_on_one_line(
@@ -606,22 +606,35 @@ def test_a_diff_with_one_path_prefix_too_many_says_so_on_one_line(
 ) -> None:
     """`git diff --no-index a b` of two copies writes `--- a/a/torch/...`: exit 2 naming
     the path and the fix, not every test selected for an ordinary edit."""
-    patch = tmp_path / "doubled.patch"
     path = "torch/nn/functional.py"
-    patch.write_text(
-        f"--- a/a/{path}\n+++ b/b/{path}\n@@ -1,2 +1,2 @@\n def relu(input):\n"
-        "-    return input.clamp(min=0)\n+    return input\n"
-    )
-    out = tmp_path / "out"
-    code, _, stderr = run_select(
-        mode_args(upstream, ["--from", upstream.base, "--diff", str(patch)], manifest, out),
-        tmp_path / "cache",
-    )
-    assert code == EXIT_BAD_INPUT
-    (line,) = [x for x in stderr.splitlines() if x.startswith("error:")]
+    line = _refused_relu_edit(upstream, manifest, tmp_path, f"a/a/{path}", f"b/b/{path}")
     assert f"a/{path} is not in {upstream.base}, but {path} is" in line
     assert "one prefix too many" in line
-    assert not (out / "selection.json").exists()
+
+
+def _mirror_shaped(upstream: UpstreamRepo, tmp_path: Path) -> git.Repo:
+    """A clone of the fixture upstream marked as a release mirror (Python and YAML only)."""
+    from selection.sources.mirror import FORMAT_FILE, MIRROR_FORMAT
+
+    clone = git.Repo.clone_from(str(upstream.path), tmp_path / "mirror-shaped")
+    (Path(clone.working_dir) / FORMAT_FILE).write_text(MIRROR_FORMAT)
+    clone.index.add([FORMAT_FILE])
+    clone.index.commit("a release mirror's format marker")
+    return clone
+
+
+def _select_hunk_on(
+    clone: git.Repo, upstream: UpstreamRepo, manifest: Path, tmp_path: Path, path: str, hunk: str
+) -> tuple[int, str, Path]:
+    """(exit code, stderr, output directory) of `select --from HEAD --diff` of one hunk of
+    `path`, onto `clone`."""
+    patch = tmp_path / "one.patch"
+    patch.write_text(f"--- a/{path}\n+++ b/{path}\n{hunk}")
+    out = tmp_path / path.replace("/", "-")
+    args = mode_args(upstream, ["--from", "HEAD", "--diff", str(patch)], manifest, out)
+    args[args.index(str(upstream.path))] = str(clone.working_dir)
+    code, _, stderr = run_select(args, tmp_path / "cache")
+    return code, stderr, out
 
 
 def test_a_documentation_diff_the_base_tree_cannot_hold_has_no_effect(
@@ -629,19 +642,10 @@ def test_a_documentation_diff_the_base_tree_cannot_hold_has_no_effect(
 ) -> None:
     """A release mirror holds no docs/: an edit there is documentation all the same (it
     selected every test, as an unanalysable file, exit 0)."""
-    from selection.sources.mirror import FORMAT_FILE, MIRROR_FORMAT
-
-    clone = git.Repo.clone_from(str(upstream.path), tmp_path / "mirror-shaped")
-    (Path(clone.working_dir) / FORMAT_FILE).write_text(MIRROR_FORMAT)
-    clone.index.add([FORMAT_FILE])
-    clone.index.commit("a release mirror's format marker")
+    clone = _mirror_shaped(upstream, tmp_path)
     faq = "docs/source/notes/faq.rst"
-    patch = tmp_path / "faq.patch"
-    patch.write_text(f"--- a/{faq}\n+++ b/{faq}\n@@ -1,2 +1,2 @@\n FAQ\n-old\n+new\n")
-    out = tmp_path / "out"
-    args = mode_args(upstream, ["--from", "HEAD", "--diff", str(patch)], manifest, out)
-    args[args.index(str(upstream.path))] = str(clone.working_dir)
-    code, _, _ = run_select(args, tmp_path / "cache")
+    hunk = "@@ -1,2 +1,2 @@\n FAQ\n-old\n+new\n"
+    code, _, out = _select_hunk_on(clone, upstream, manifest, tmp_path, faq, hunk)
     assert code == EXIT_EMPTY
     doc = json.loads((out / "selection.json").read_text())
     assert doc["selected"] == [] and not doc["blind_spots"]
@@ -659,12 +663,8 @@ def test_a_diff_inside_a_submodule_of_the_clone_is_a_blind_spot_not_bad_input(
     clone.git.update_index("--add", "--cacheinfo", f"160000,{sha},third_party/fbgemm")
     clone.index.commit("a submodule")
     inside = "third_party/fbgemm/src/Kernel.cpp"
-    patch = tmp_path / "submodule.patch"
-    patch.write_text(f"--- a/{inside}\n+++ b/{inside}\n@@ -1,1 +1,1 @@\n-int a = 1;\n+int a = 2;\n")
-    out = tmp_path / "out"
-    args = mode_args(upstream, ["--from", "HEAD", "--diff", str(patch)], manifest, out)
-    args[args.index(str(upstream.path))] = str(clone.working_dir)
-    code, _, stderr = run_select(args, tmp_path / "cache")
+    hunk = "@@ -1,1 +1,1 @@\n-int a = 1;\n+int a = 2;\n"
+    code, stderr, out = _select_hunk_on(clone, upstream, manifest, tmp_path, inside, hunk)
     assert code == EXIT_SELECTED, stderr
     doc = json.loads((out / "selection.json").read_text())
     assert any(f"{inside} could not be analysed" in spot for spot in doc["blind_spots"])

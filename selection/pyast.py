@@ -77,22 +77,21 @@ _TYPING_MODULES = {"typing", "typing_extensions"}
 
 
 def _is_typing_cast(node: ast.Call) -> bool:
-    """`typing.cast("T", value)` or a bare `cast("T", value)`, its type named by a string:
-    that is never evaluated, so the call is its value. A type given as an expression is
-    evaluated (a name imported only under TYPE_CHECKING raises NameError there), and a bare
-    `cast(x, dtype)` is some other function (torch/_inductor/bounds.py defines one)."""
+    """`typing.cast("T", value)`, its type named by a string: that is never evaluated, so
+    the call is its value. A type given as an expression is evaluated (a name imported only
+    under TYPE_CHECKING raises NameError there), and a bare `cast(...)` may be any function
+    (torch/_inductor/bounds.py defines `cast(x, dtype)`; the import is not read here)."""
     if len(node.args) != 2 or node.keywords:
         return False
     first, func = node.args[0], node.func
-    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
-        return False
-    if isinstance(func, ast.Attribute):
-        return (
-            func.attr == "cast"
-            and isinstance(func.value, ast.Name)
-            and func.value.id in _TYPING_MODULES
-        )
-    return isinstance(func, ast.Name) and func.id == "cast"
+    return (
+        isinstance(first, ast.Constant)
+        and isinstance(first.value, str)
+        and isinstance(func, ast.Attribute)
+        and func.attr == "cast"
+        and isinstance(func.value, ast.Name)
+        and func.value.id in _TYPING_MODULES
+    )
 
 
 @dataclass(frozen=True)

@@ -410,13 +410,17 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
             f"[yellow]… and {len(hidden)} more blind spots[/]{covered}: "
             "listed in report.md, 'Blind spots'"
         )
-    no_effect = len(state.mapped.no_effect) if state.mapped is not None else 0
+    reasons = state.mapped.no_effect if state.mapped is not None else []
+    no_effect = len(reasons)
     if not selected and no_effect:
         console.print(
             f"{no_effect} {'change' if no_effect == 1 else 'changes'}, none of which affects "
             "a reused test here: "
             "each reason is in report.md ('Changes that affect nothing here')"
         )
+        if no_effect <= SHOWN_BLIND_SPOTS:  # a patch release's few: shown, not looked up
+            for reason in reasons:
+                console.print(f"  no effect: {reason}", highlight=False)
     console.print(
         f"[bold]selected {selected} tests[/]{ratio}: {state.request.base.label} -> {state.request.head.label}"
     )

@@ -10,8 +10,10 @@ from pathlib import Path
 import git
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from selection.errors import EXIT_BAD_INPUT, EXIT_EMPTY, EXIT_FETCH, EXIT_SELECTED
+from spyre_ci.cli import cli
 from test_manifests import TestInstance, load_manifest, manifest_from_text, resolve
 from test_manifests.merge import merge_manifests
 from tests.support.select_cli import mode_args, range_args, run_select
@@ -171,11 +173,14 @@ def test_nothing_selected_exits_4(upstream: UpstreamRepo, manifest: Path, tmp_pa
     head = upstream.change(
         DEVICE, "def skipMPS(fn):\n    return fn", "def skipMPS(fn):\n    fn.mps = 1\n    return fn"
     )
-    code, _, _ = run_select(
-        range_args(upstream, head, manifest, tmp_path / "o"), tmp_path / "cache"
-    )
-    assert code == EXIT_EMPTY
-    assert json.loads((tmp_path / "o" / "selection.json").read_text())["selected"] == []
+    args = ["select", "--cache-dir", str(tmp_path / "cache")]
+    result = CliRunner().invoke(cli, [*args, *range_args(upstream, head, manifest, tmp_path / "o")])
+    assert result.exit_code == EXIT_EMPTY
+    doc = json.loads((tmp_path / "o" / "selection.json").read_text())
+    assert doc["selected"] == [] and doc["no_effect"]
+    # few reasons are shown on the console too, not only in the report
+    shown = " ".join(result.stderr.split())
+    assert all(f"no effect: {' '.join(r.split())}" in shown for r in doc["no_effect"])
     # a fixed 1..4 matrix still finds its (empty) shard files: `spyre-ci test` says
     # "nothing to run" and exits 0 for them
     shards = tmp_path / "o" / "shards"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from selection.devices import device_types_of, is_other_device_only, names_other_device
 from selection.pyast import referenced_names
+from selection.python.chains import last_name
 
 DECORATION_FIELDS = ("skips", "decorators")
 DB_NAME_SUFFIX = "_db"  # op_db, python_ref_db, foreach_unary_op_db, module_db, ...
@@ -116,14 +117,6 @@ def _text(node: ast.AST, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _call_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
-
-
 def _dotted(node: ast.expr) -> str:
     return ast.unparse(node).removeprefix("torch.")
 
@@ -177,7 +170,7 @@ def decoration_of(node: ast.expr, dtype_eval: object | None = None) -> Decoratio
     from selection.dtypes_eval import DtypeEvaluator
 
     text = _text(node)
-    if not (isinstance(node, ast.Call) and _call_name(node.func) == "DecorateInfo"):
+    if not (isinstance(node, ast.Call) and last_name(node) == "DecorateInfo"):
         other = isinstance(node, ast.Name) and names_other_device(node.id)
         return Decoration(_hash(node), text, None, other, None, None, None)
     kwargs = {k.arg: k.value for k in node.keywords if k.arg}
@@ -215,8 +208,8 @@ def _is_unittest_skip(node: ast.expr) -> bool:
 
 
 def _decorator_names_other_device(node: ast.expr) -> bool:
-    target = node.func if isinstance(node, ast.Call) else node
-    return names_other_device(_call_name(target)) if _call_name(target) else False
+    name = last_name(node)
+    return names_other_device(name) if name else False
 
 
 def _expr_other_device(node: ast.expr) -> bool:
@@ -248,7 +241,7 @@ def entry_from_call(
     bindings: dict[str, object] | None = None,
     lines: list[str] | None = None,
 ) -> DbEntry | None:
-    info_class = _call_name(call.func)
+    info_class = last_name(call)
     if not info_class.endswith("Info") or info_class == "DecorateInfo":
         return None
     identity = _entry_identity(call, info_class, bindings or {})
@@ -292,7 +285,7 @@ def _db_list_name(stmt: ast.stmt) -> str | None:
 def _is_info_call(node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
-    name = _call_name(node.func)
+    name = last_name(node)
     return name.endswith("Info") and name != "DecorateInfo"
 
 

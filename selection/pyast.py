@@ -173,8 +173,9 @@ def _is_overload_stub(node: ast.AST, names: TypingNames) -> bool:
 
 def runtime_definitions(nodes: list[ast.AST], names: TypingNames) -> list[ast.AST]:
     """The statements that make what a name is at run time: typing's `@overload` stubs are
-    left out when a definition that is not one follows (the implementation replaces the
-    placeholder `overload` returns; only `typing.get_overloads` reads the stubs). Without an
+    left out when a definition that is not one follows (that implementation rebinds the
+    name over the dummy function `overload` returns; only `typing.get_overloads` reads the
+    stubs). Without an
     implementation after them the last stub is what the name binds, so the stubs stay."""
     if not names.overload and not names.modules:
         return nodes
@@ -196,8 +197,9 @@ def runtime_definitions(nodes: list[ast.AST], names: TypingNames) -> list[ast.AS
 def _feed(node: object, out: list[str], in_function: bool = False) -> None:
     """Serialize an AST like ast.dump (no positions), leaving out what does not change
     behaviour: docstrings, annotations (an annotated assignment in a function is an
-    assignment: `_is_plain`), the text given to `add_docstr`, `typing.cast` (it returns
-    its value). Does not copy or mutate the tree."""
+    assignment: `_is_plain`), the text given to `add_docstr`, `typing.cast` of a type
+    named by a string (`_is_typing_cast`: it returns its value). Does not copy or mutate the
+    tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:

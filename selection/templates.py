@@ -15,6 +15,7 @@ from selection.devices import names_other_device
 from selection.dtypes_eval import DtypeEvaluator
 from selection.gradients import callable_index, computes_gradients, handles_errors, traces
 from selection.pyast import Symbol, module_symbols
+from selection.python.chains import last_name
 
 OPS_DECORATORS = {"ops": "opinfo", "modules": "moduleinfo"}
 # `only*` decorators skip the test at run time on every other device.
@@ -73,20 +74,11 @@ class TestModule:
     symbols: dict[str, Symbol] = field(default_factory=dict)
 
 
-def _call_name(node: ast.expr) -> str:
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return ""
-
-
 def _instantiations(tree: ast.Module) -> dict[str, bool]:
     """Classes passed to instantiate_device_type_tests, and whether our device is included."""
     found: dict[str, bool] = {}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and _call_name(node) == "instantiate_device_type_tests"):
+        if not (isinstance(node, ast.Call) and last_name(node) == "instantiate_device_type_tests"):
             continue
         if not node.args or not isinstance(node.args[0], ast.Name):
             continue
@@ -174,18 +166,18 @@ def _partial_aliases(tree: ast.Module) -> dict[str, ast.Call]:
         if (
             isinstance(value, ast.Call)
             and isinstance(target, ast.Name)
-            and _call_name(value) == "partial"
+            and last_name(value) == "partial"
             and value.args
-            and _call_name(value.args[0]) in OPS_DECORATORS
+            and last_name(value.args[0]) in OPS_DECORATORS
         ):
             found[target.id] = value
     return found
 
 
 def _expand_alias(deco: ast.expr, aliases: dict[str, ast.Call]) -> ast.expr:
-    if not isinstance(deco, ast.Call) or _call_name(deco) not in aliases:
+    if not isinstance(deco, ast.Call) or last_name(deco) not in aliases:
         return deco
-    alias = aliases[_call_name(deco)]
+    alias = aliases[last_name(deco)]
     return ast.Call(
         func=alias.args[0],
         args=[*alias.args[1:], *deco.args],
@@ -199,7 +191,7 @@ def _apply_decorator(
     dtype_eval: DtypeEvaluator,
     parametrize: frozenset[str] = frozenset({"parametrize"}),
 ) -> None:
-    name = _call_name(deco)
+    name = last_name(deco)
     if name in parametrize:
         name = "parametrize"
     call = deco if isinstance(deco, ast.Call) else None
@@ -246,7 +238,7 @@ def _plain_test_classes(tree: ast.Module, per_device: dict[str, bool]) -> set[st
     for stmt in tree.body:
         if not isinstance(stmt, ast.ClassDef) or stmt.name in per_device:
             continue
-        bases = [_call_name(b) for b in stmt.bases]
+        bases = [last_name(b) for b in stmt.bases]
         if stmt.name.startswith("Test") and any(b.endswith("TestCase") for b in bases):
             found.add(stmt.name)
     return found
@@ -258,7 +250,7 @@ def _parametrized_classes(tree: ast.Module) -> set[str]:
         node.args[0].id
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
-        and _call_name(node) == "instantiate_parametrized_tests"
+        and last_name(node) == "instantiate_parametrized_tests"
         and node.args
         and isinstance(node.args[0], ast.Name)
     }

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from selection.links.base import Link, Step, Target
 from selection.links.calls import TENSOR_MODULE, constructs_owner
 from selection.links.graph import Edge
+from selection.python.chains import last_name
 
 TENSOR_CLASS = "Tensor"
 # Decorators that make a method something other than a call by name (`x.real` is read).
@@ -100,13 +101,6 @@ def called_by_name(module: ast.Module | None, method: str) -> bool:
                 if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method
             ]
             return bool(defs) and not any(
-                _decorator_name(x) in _NOT_CALLED for d in defs for x in d.decorator_list
+                last_name(x) in _NOT_CALLED for d in defs for x in d.decorator_list
             )
     return False
-
-
-def _decorator_name(node: ast.expr) -> str:
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return target.id if isinstance(target, ast.Name) else ""

@@ -186,13 +186,16 @@ def _recorded(
 
 
 def _through_unchanged_users(
-    change: SymbolChange, target: Target, index: LinkIndex, mapped: frozenset[Target]
+    change: SymbolChange,
+    label: str,
+    index: LinkIndex,
+    mapped: frozenset[Target],
+    shadowed: str,
 ) -> Outcome | None:
     """An added function some of whose users are mapped on their own (`mapped`), or a new
-    `Tensor` method shadowing an ATen op (selection.links.added): what its other users
-    reach; None: linked as it is."""
-    label = f"{change.path}: {change.qualname} {change.kind}"
-    shadowed = shadowed_aten_op(target, index.explorer.aten_ops)
+    `Tensor` method shadowing the ATen op `shadowed` (selection.links.added): what its other
+    users reach; None: linked as it is."""
+    target = Target.function(change.path, change.qualname)
     named = bool(shadowed) and called_by_name(
         index.head.module(change.path), target.name.rsplit(".", 1)[1]
     )
@@ -434,14 +437,14 @@ class SymbolLinks:
             return Outcome(
                 links=templates + (also if target in index.graph else []), kind="template"
             )
-        shadowing = bool(shadowed_aten_op(target, index.explorer.aten_ops))
-        if change.kind == ChangeKind.added and not shadowing and not self._linked(target, index):
+        shadowed = shadowed_aten_op(target, index.explorer.aten_ops)
+        if change.kind == ChangeKind.added and not shadowed and not self._linked(target, index):
             return Outcome(
                 no_effect=f"{label}: new, and nothing in the head uses it (code that starts "
                 "to use it changes too, and is mapped on its own)"
             )
         if change.kind == ChangeKind.added:
-            through = _through_unchanged_users(change, target, index, self.mapped)
+            through = _through_unchanged_users(change, label, index, self.mapped, shadowed)
             if through is not None:
                 return through
         if change.qualname == MODULE_SYMBOL:

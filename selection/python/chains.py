@@ -13,6 +13,17 @@ _NOT_OVERLOADS = frozenset(
 )
 
 
+def last_name(node: ast.expr) -> str:
+    """The name a call, decorator or reference ends in: `torch.nn.Linear(...)` -> "Linear",
+    `@property` -> "property"; "" for anything else (a subscript, a lambda)."""
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return ""
+
+
 def chain_of(node: ast.expr) -> Chain:
     """`torch.nn.functional.gelu` -> ("torch", "nn", "functional", "gelu"); () if not a chain."""
     parts: list[str] = []

@@ -149,9 +149,16 @@ class ObservedMap:
         bitmap = bytearray((len(self._pairs) + 7) // 8)
         for index in indices:
             bitmap[index >> 3] |= 1 << (index & 7)
+        self.add_bits(kind, name, int.from_bytes(bitmap, "little"))
+
+    def add_bits(self, kind: str, name: str, bits: int) -> None:
+        """`add_runs` with the pairs given as a bitset over their `index_of` (bit i: the
+        pair of index i), as a stored map keeps them."""
+        if bits >> len(self._pairs):
+            raise ValueError(f"{kind} {name!r}: a run of a pair the map does not hold")
         self._nested.clear()
         table = self._uses[kind]
-        table[name] = table.get(name, 0) | int.from_bytes(bitmap, "little")
+        table[name] = table.get(name, 0) | bits
 
     def tables(self) -> dict[str, dict[str, set[Pair]]]:
         """Each of NAME_LISTS -> name -> the pairs that ran it (materialized: for documents

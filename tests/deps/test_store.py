@@ -103,6 +103,59 @@ def test_the_map_can_be_looked_up_by_name(tmp_path: Path) -> None:
     assert any("uses_by_name" in str(step) for step in plan)
 
 
+def _reordered_doc() -> dict[str, Any]:
+    """The three rows with the failed one between the recorded ones."""
+    ok_add, ok_gelu, failed = _doc()["pairs"]
+    return _doc(pairs=[ok_add, failed, ok_gelu])
+
+
+def _tables_of(doc: dict[str, Any]) -> dict[str, dict[str, set[tuple[str, str, str]]]]:
+    return ObservedMap.from_document(doc).tables()
+
+
+def test_a_map_is_loaded_from_its_bitsets(tmp_path: Path) -> None:
+    """`select` reads one bitset per name (`runs`), not the millions of `uses` rows: with
+    the rows gone the map it loads is still whole, a failed pair between two recorded ones
+    leaving no gap in the bits."""
+    doc = _reordered_doc()
+    path = write_document(tmp_path, doc)
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM uses")
+    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
+    assert loaded is not None and loaded.tables() == _tables_of(doc)
+    assert loaded.pairs_running_function("torch/nn/functional.py", "gelu") == {
+        ("opinfo", "nn.functional.gelu", "float16")
+    }
+    assert loaded.failed == {("moduleinfo", "nn.Linear", "float32"): "error: worker exited (-11)"}
+
+
+def test_a_map_without_bitsets_or_whose_pairs_changed_is_read_from_its_rows(
+    tmp_path: Path,
+) -> None:
+    """A map written before `runs` existed, or whose pairs no longer match the bitsets
+    (a row deleted), is read from `uses`: the same map, or the damage named."""
+    doc = _reordered_doc()
+    path = write_document(tmp_path, doc)
+    with sqlite3.connect(path) as connection:
+        connection.execute("DROP TABLE runs")
+    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
+    assert loaded is not None and loaded.tables() == _tables_of(doc)
+    path = write_document(tmp_path, doc)
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM runs")  # bitsets that would say nothing ran
+        connection.execute("DELETE FROM pairs WHERE op = 'nn.Linear'")
+    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
+    assert loaded is not None and loaded.tables() == _tables_of(doc)
+
+
+def test_a_bitset_naming_a_pair_the_map_lacks_is_a_damaged_map(tmp_path: Path) -> None:
+    path = write_document(tmp_path, _doc())
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE runs SET bits = ?", (bytes([0xFF]),))  # 8 pairs, of 2
+    with pytest.raises(UnusableMap, match=re.escape(f"{path} is not a readable map (")):
+        load_observed(tmp_path, "2.13.0+cpu", "spyre")
+
+
 def test_the_artifact_holds_one_pair_per_line_with_sorted_keys(tmp_path: Path) -> None:
     path = tmp_path / "map.json.gz"
     write_artifact(path, _doc())

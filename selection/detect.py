@@ -30,6 +30,7 @@ from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
 from selection.python.failure_paths import confined_to_failure
 from selection.python.load_time import definition_changed
 from selection.python.nested import confined_to_nested
+from selection.python.op_lists import op_list_edit
 from selection.sources.analysis_cache import AnalysisCache
 from selection.upstream import (
     DTYPE_HELPERS,
@@ -67,6 +68,8 @@ def diff_symbols(
             nested = confined_to_nested(name, before, after)
             definition = definition_changed(before, after)
             failure_only = confined_to_failure(before, after)
+            # test code's op lists make tests (which tests exist), not lookups
+            op_list = () if tests or failure_only else op_list_edit(before, after)
             changes.append(
                 SymbolChange(
                     path,
@@ -76,6 +79,7 @@ def diff_symbols(
                     nested=nested,
                     definition=definition,
                     failure_only=failure_only,
+                    op_list=op_list,
                 )
             )
     return changes

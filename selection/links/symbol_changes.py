@@ -387,6 +387,31 @@ def _op_list_names(node: ast.expr, module: TestModule | None) -> set[str]:
     return found
 
 
+def _op_list_reach(change: SymbolChange, index: LinkIndex) -> Outcome:
+    """An edit that only adds or removes ops in lists of ops (selection.python.op_lists)
+    reaches where those ops run, not every user of the symbol holding the lists; where the
+    recording saw the symbol run only in compiled paths (a decomposition table), only where
+    those ops are traced."""
+    how = "modified: only its lists of ops changed, by " + ", ".join(
+        f"aten.{op}" for op in change.op_list
+    )
+    traced = _runs_only_traced(change, index)
+    if traced:
+        how += " (recorded running only where ops are traced)"
+    step = Step(change.path, change.qualname, how)
+    links = [Link(Target.aten(op), (step,), traced_only=traced) for op in change.op_list]
+    return Outcome(links=links, kind="library")
+
+
+def _runs_only_traced(change: SymbolChange, index: LinkIndex) -> bool:
+    observed = index.observed
+    if observed is None:
+        return False
+    path, name = change.path, change.qualname
+    eager = observed.pairs_running_function(path, name)
+    return not eager and bool(observed.pairs_running_function(path, name, compiled=True))
+
+
 class SymbolLinks:
     name = "symbol"
 
@@ -431,6 +456,8 @@ class SymbolLinks:
             )
         if change.kind == ChangeKind.removed:
             return self._removed(change, label, index)
+        if change.op_list:
+            return _op_list_reach(change, index)
         templates = _templates_using(change, index)
         if templates:  # and whatever else reaches the symbol (a list can also be called on)
             also = [Link(target, (Step(change.path, change.qualname, f"{change.kind}"),))]

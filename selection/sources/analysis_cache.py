@@ -32,6 +32,7 @@ ANALYSERS = (
     "selection.python.load_time",
     "selection.python.nested",
     "selection.python.failure_paths",
+    "selection.python.op_lists",
     "selection.gradients",
     "selection.observed",
     "selection.links.registrations",

@@ -177,6 +177,57 @@ def test_a_kernel_registered_for_two_ops_does_not_make_one_a_user_of_the_other(
     }
 
 
+DECOMP_TABLE = """
+import torch
+
+aten = torch._ops.ops.aten
+
+
+def register_decomposition(aten_op):
+    def register(fn):
+        return fn
+    return register
+
+
+def core_table():
+    from torch._decomp.decompositions import exp_decomposition
+
+    return {op: exp_decomposition for op in [aten.exp.default, aten.lerp]}
+"""
+
+
+def test_an_op_added_to_a_list_of_ops_reaches_where_that_op_runs(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """A decomposition table built in a function gains `aten.mul.Tensor`: that reaches the
+    tests where mul runs, with the op named, not every user of the table (here none, which
+    made it a blind spot covered by a canary)."""
+    upstream = library[0]
+    upstream.reset()
+    upstream.write("torch/_decomp/__init__.py", DECOMP_TABLE)
+    base = upstream.commit("a decomposition table")
+    upstream.edit(
+        "torch/_decomp/__init__.py", "[aten.exp.default, ", "[aten.exp.default, aten.mul.Tensor, "
+    )
+    head = upstream.commit("mul joins the table")
+    old_base, upstream.base = upstream.base, base
+    try:
+        state = select(library, head, tmp_path)
+    finally:
+        upstream.base = old_base
+        upstream.reset()
+    names = selected(state)
+    assert names and {name.split("_spyre_")[0] for name in names} <= {
+        "test_out_mul",
+        "test_fake_mul",
+    }
+    assert (
+        "torch/_decomp/__init__.py:core_table modified: only its lists of ops changed, by aten.mul.Tensor"
+        in map_evidence(state)
+    )
+    assert not state.blind_spots
+
+
 def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_name(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:

@@ -45,6 +45,7 @@ from mutation_runs import (  # noqa: E402
 from mutations.catalog import FULL_PLAN, QUICK_PLAN, generate, mutated_text  # noqa: E402
 from mutations.edits import unified_patch  # noqa: E402
 from mutations.model import DECORATION, EXECUTION, Mutation, Site  # noqa: E402
+from mutations.op_list_sites import FILES as OP_LIST_FILES  # noqa: E402
 from mutations.sites import kind_of  # noqa: E402
 from mutations.table import exclusions, markdown, misses  # noqa: E402
 from mutations.truth import (  # noqa: E402
@@ -74,6 +75,7 @@ def _wanted(path: str) -> bool:
     return path.endswith(".py") and (
         kind_of(path) is not None
         or path == "torch/version.py"
+        or path in OP_LIST_FILES
         or path.startswith("torch/testing/_internal/")
     )
 

@@ -19,6 +19,7 @@ from mutations.edits import apply_edits
 from mutations.entries import Entry, entries_in
 from mutations.fields import entry_sites
 from mutations.model import Mutation, Site
+from mutations.op_list_sites import OP_LIST, op_list_sites
 from mutations.operators import Change, change_differs
 from mutations.quiet import BEHAVIOUR_FREE, behaviour_free_sites, other_device_sites
 from mutations.sites import function_sites, is_database_file, parse_module
@@ -35,6 +36,7 @@ FULL_PLAN = {
     "opinfo-field": 16,
     "native-yaml": 12,
     "derivatives-yaml": 12,
+    OP_LIST: 8,
     BEHAVIOUR_FREE: 14,
     "other-device": 16,
 }
@@ -57,6 +59,7 @@ def all_sites(sources: Mapping[str, str]) -> Iterator[Site]:
     entries = database_entries(sources)
     flat = [e for found in entries.values() for e in found]
     yield from function_sites(sources, flat)
+    yield from op_list_sites(sources)
     yield from entry_sites(sources, entries)
     yield from behaviour_free_sites(sources)
     yield from other_device_sites(sources, entries)

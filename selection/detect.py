@@ -68,8 +68,10 @@ def diff_symbols(
             nested = confined_to_nested(name, before, after)
             definition = definition_changed(before, after)
             failure_only = confined_to_failure(before, after)
-            # test code's op lists make tests (which tests exist), not lookups
-            op_list = () if tests or failure_only else op_list_edit(before, after)
+            # test code's op lists make tests (which tests exist), not lookups; a function's,
+            # not a module-level table's: the recording tells which pairs ran a function
+            listed = not tests and not failure_only and old[name].kind in ("function", "method")
+            op_list = op_list_edit(before, after) if listed else ()
             changes.append(
                 SymbolChange(
                     path,

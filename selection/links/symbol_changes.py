@@ -39,7 +39,7 @@ from selection.links.refs_mode import (
     refs_mode_reach,
     refs_name,
 )
-from selection.links.resolve import recording_saw, root_instances
+from selection.links.resolve import recording_saw, root_instances, seen_running
 from selection.links.startup import load_time_functions, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
@@ -403,6 +403,13 @@ def _op_list_reach(change: SymbolChange, index: LinkIndex) -> Outcome:
     return Outcome(links=links, kind="library")
 
 
+def _seen_or_unrecorded(change: SymbolChange, index: LinkIndex) -> bool:
+    """No recording, or one that saw the function run: where it never ran, its lists were
+    never read, and the symbol's ordinary reach says so (or links it statically)."""
+    observed = index.observed
+    return observed is None or seen_running(observed, Target.function(change.path, change.qualname))
+
+
 def _runs_only_traced(change: SymbolChange, index: LinkIndex) -> bool:
     observed = index.observed
     if observed is None:
@@ -456,7 +463,7 @@ class SymbolLinks:
             )
         if change.kind == ChangeKind.removed:
             return self._removed(change, label, index)
-        if change.op_list:
+        if change.op_list and _seen_or_unrecorded(change, index):
             return _op_list_reach(change, index)
         templates = _templates_using(change, index)
         if templates:  # and whatever else reaches the symbol (a list can also be called on)

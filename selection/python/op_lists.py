@@ -16,7 +16,8 @@ by the ATen names `Target.aten` spells (`linalg_vector_norm`: any overload; `add
 An op moved from one list to another is one such op (each list's reader changes for it
 alone). Anything else is not an op-list edit: a reordered list, a list that becomes
 empty or is made from `[]`, an element that is not an op, any other edit beside.
-Test code is left out by the caller: its op lists decide which tests exist.
+The caller asks only about library functions and methods: test code's op lists decide
+which tests exist, and a module-level table is reached through the functions reading it.
 """
 
 from __future__ import annotations

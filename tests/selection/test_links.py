@@ -4,6 +4,7 @@ what it must not reach."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,10 @@ import pytest
 
 from selection.links.derivatives import derivative_uses
 from selection.model import Cause
+from selection.observed import ObservedMap
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.state import PipelineState
+from tests.support.observed_runs import select_from
 from tests.support.upstream_library import add_library
 from tests.support.upstream_repo import (
     INTERNAL,
@@ -196,6 +199,9 @@ def core_table():
 """
 
 
+TABLE_EDIT = ("[aten.exp.default, ", "[aten.exp.default, aten.mul.Tensor, ")
+
+
 def test_an_op_added_to_a_list_of_ops_reaches_where_that_op_runs(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
@@ -206,9 +212,7 @@ def test_an_op_added_to_a_list_of_ops_reaches_where_that_op_runs(
     upstream.reset()
     upstream.write("torch/_decomp/__init__.py", DECOMP_TABLE)
     base = upstream.commit("a decomposition table")
-    upstream.edit(
-        "torch/_decomp/__init__.py", "[aten.exp.default, ", "[aten.exp.default, aten.mul.Tensor, "
-    )
+    upstream.edit("torch/_decomp/__init__.py", *TABLE_EDIT)
     head = upstream.commit("mul joins the table")
     old_base, upstream.base = upstream.base, base
     try:
@@ -226,6 +230,45 @@ def test_an_op_added_to_a_list_of_ops_reaches_where_that_op_runs(
         in map_evidence(state)
     )
     assert not state.blind_spots
+
+
+def _table_map(tmp_path: Path, ran_table: bool) -> Path:
+    """A recorded map: mul's pairs ran aten.mul eagerly and, when `ran_table`, the
+    decomposition table only in their compiled paths (where it is built on first use)."""
+    observed = ObservedMap(torch_version="9.1.0", device="spyre")
+    table = ["torch/_decomp/__init__.py::core_table"] if ran_table else []
+    for dtype in ("float16", "float32"):
+        observed.add(("opinfo", "mul", dtype), ["mul.Tensor"], [], ["mul.Tensor"], table)
+    path = tmp_path / "deps.json"
+    path.write_text(json.dumps(observed.to_document()), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("ran_table", [True, False])
+def test_with_a_recording_an_op_list_edit_reaches_only_where_the_list_was_read(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path, ran_table: bool
+) -> None:
+    """Recorded running only where ops are traced, the table's edit reaches mul's traced
+    tests, not its eager ones; recorded never running, its lists were never read: it is
+    the function's ordinary change (here linked to nothing, so a blind spot)."""
+    upstream, manifest = library
+    upstream.reset()
+    upstream.write("torch/_decomp/__init__.py", DECOMP_TABLE)
+    base = upstream.commit("a decomposition table")
+    upstream.edit("torch/_decomp/__init__.py", *TABLE_EDIT)
+    head = upstream.commit("mul joins the table")
+    deps = str(_table_map(tmp_path, ran_table))
+    state = select_from(upstream, manifest, base, head, tmp_path, deps=deps)
+    names = {name for name in selected(state) if "_mul_" in name}
+    evidence = " ".join(map_evidence(state))
+    if ran_table:
+        assert names == {"test_fake_mul_spyre_float16", "test_fake_mul_spyre_float32"}
+        assert "by aten.mul.Tensor (recorded running only where ops are traced)" in evidence
+    else:  # the ordinary change: no static link, a blind spot a canary covers
+        assert "lists of ops" not in evidence
+        assert state.blind_spots == [
+            "torch/_decomp/__init__.py: core_table modified: linked to no reused test statically"
+        ]
 
 
 def test_an_nn_functional_function_reaches_the_op_that_calls_it_under_another_name(

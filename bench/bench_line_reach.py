@@ -36,6 +36,7 @@ from typing import Any
 CACHE = Path.home() / ".cache" / "spyre-ci"
 Span = tuple[int, int]
 Pair = tuple[str, str, str]
+Lines = dict[str, dict[int, set[str]]]  # file -> line -> labels of the pairs that ran it
 
 
 def function_node(tree: ast.Module, qualname: str) -> ast.AST | None:
@@ -181,6 +182,100 @@ def run_sample(
     return out
 
 
+Analysed = dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, list[Span] | None]]
+
+
+def analyse(
+    counts: collections.Counter[str], mirror: Path, base: str, head: str, top: int
+) -> Analysed:
+    """The `top` most frequent changed functions: (path, the base's definition, changed
+    spans or None for the whole function), by cause summary."""
+    sources: dict[tuple[str, str], str] = {}
+
+    def show(ref: str, path: str) -> str:
+        if (ref, path) not in sources:
+            sources[ref, path] = git_show(mirror, ref, path)
+        return sources[ref, path]
+
+    analysed: Analysed = {}
+    for summary, _n in counts.most_common():
+        if len(analysed) >= top:
+            break
+        parsed = parse_cause(summary)
+        if parsed is None:
+            continue
+        path, qualname = parsed
+        try:
+            old, new = show(base, path), show(head, path)
+            node = function_node(ast.parse(old), qualname)
+        except (subprocess.CalledProcessError, SyntaxError):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            analysed[summary] = (path, node, changed_spans(old, new, qualname))
+    return analysed
+
+
+def coverage_lines(args: argparse.Namespace, sample: list[Pair], files: list[str]) -> Lines:
+    """The sample's lines, read from `--lines` when it exists (else run, and written)."""
+    if args.lines and args.lines.exists():
+        raw = json.loads(args.lines.read_text())
+        return {f: {int(k): set(v) for k, v in by.items()} for f, by in raw.items()}
+    import torch
+
+    lines = run_sample(sample, files, Path(torch.__file__).parent)
+    if args.lines:
+        raw = {f: {k: sorted(v) for k, v in by.items()} for f, by in lines.items()}
+        args.lines.write_text(json.dumps(raw))
+    return lines
+
+
+def narrowed(analysed: Analysed, lines: Lines, labels: set[str]) -> dict[str, set[str]]:
+    """Per change coverage saw run: the sampled pairs that ran its changed statements."""
+
+    def ran(path: str, spans: list[Span]) -> set[str]:
+        found: set[str] = set()
+        for line, who in lines[path].items():
+            if any(a <= line <= b for a, b in spans):
+                found |= who
+        return found & labels
+
+    hits: dict[str, set[str]] = {}
+    print("change | pairs that ran the function | ... the changed statements | spans")
+    for summary, (path, node, spans) in analysed.items():
+        in_function = ran(path, [(node.lineno, node.end_lineno or node.lineno)])
+        if in_function:  # else coverage did not see it run (a memo's footprint): left as is
+            hits[summary] = in_function if spans is None else ran(path, spans)
+        seen = len(hits[summary]) if summary in hits else "not seen"
+        shown = spans if spans is not None else "whole function"
+        print(f"{summary} | {len(in_function)} | {seen} | {shown}")
+    return hits
+
+
+def project(
+    doc: dict[str, Any], hits: dict[str, set[str]], recorded: set[Pair], labels: set[str]
+) -> None:
+    """Selected tests of sampled pairs that keep a cause once `hits` narrow theirs."""
+    kept = total = 0
+    for test in doc["selected"]:
+        causes = {c["summary"] for c in test["causes"] if c["stage"] == "detect"}
+        op, dtype = test.get("op"), test.get("dtype")
+        pair = next(
+            (p for p in (("opinfo", op, dtype), ("moduleinfo", op, dtype)) if p in recorded), None
+        )
+        label = "/".join(pair) if pair is not None else ""
+        if label not in labels:
+            continue
+        total += 1
+        kept += any(c not in hits or label in hits[c] for c in causes)
+    share = kept / total if total else 0.0
+    print(
+        f"selected tests of sampled pairs: {total}; still selected with per-line reach: {kept} ({share:.1%})"
+    )
+    print(
+        f"projected onto the {len(doc['selected'])} selected: about {round(share * len(doc['selected']))}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--selection", type=Path, required=True)
@@ -194,94 +289,27 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    import torch
+    from importlib.metadata import version
 
-    torch_dir = Path(torch.__file__).parent
-    map_file = next(
-        (args.cache_dir / "deps").glob(f"torch-{torch.__version__.replace('+', '+')}--spyre.sqlite")
-    )
+    from selection.sources.deps_store import find_map
+
+    map_file = find_map(args.cache_dir, version("torch"), "spyre")
+    if map_file is None:
+        raise SystemExit(f"no recorded map in {args.cache_dir}: run `spyre-ci deps record` first")
     doc: dict[str, Any] = json.loads(args.selection.read_text())
-    selected = doc["selected"]
-    detect = [{c["summary"] for c in s["causes"] if c["stage"] == "detect"} for s in selected]
-    counts = collections.Counter(c for causes in detect for c in causes)
-    mirror = args.cache_dir / "mirror"
-    analysed: dict[str, tuple[str, list[Span] | None]] = {}
-    for summary, _n in counts.most_common():
-        parsed = parse_cause(summary)
-        if parsed is None or len(analysed) >= args.top:
-            continue
-        path, qualname = parsed
-        try:
-            spans = changed_spans(
-                git_show(mirror, args.base, path), git_show(mirror, args.head, path), qualname
-            )
-        except (subprocess.CalledProcessError, SyntaxError):
-            continue
-        if function_node(ast.parse(git_show(mirror, args.base, path)), qualname) is None:
-            continue
-        if not isinstance(
-            function_node(ast.parse(git_show(mirror, args.base, path)), qualname),
-            (ast.FunctionDef, ast.AsyncFunctionDef),
-        ):
-            continue
-        analysed[summary] = (path, spans)
+    counts = collections.Counter(
+        c["summary"] for s in doc["selected"] for c in s["causes"] if c["stage"] == "detect"
+    )
+    analysed = analyse(counts, args.cache_dir / "mirror", args.base, args.head, args.top)
     recorded = recorded_pairs(map_file)
-    step = max(1, len(recorded) // args.pairs)
-    sample = recorded[::step][: args.pairs]
-    files = sorted({path for path, _ in analysed.values()})
+    sample = recorded[:: max(1, len(recorded) // args.pairs)][: args.pairs]
+    files = sorted({path for path, _, _ in analysed.values()})
     print(
         f"{len(sample)} of {len(recorded)} recorded pairs, {len(analysed)} changed functions in {len(files)} files"
     )
-    if args.lines and args.lines.exists():
-        raw = json.loads(args.lines.read_text())
-        lines = {f: {int(k): set(v) for k, v in by.items()} for f, by in raw.items()}
-    else:
-        lines = run_sample(sample, files, torch_dir)
-        if args.lines:
-            raw = {f: {k: sorted(v) for k, v in by.items()} for f, by in lines.items()}
-            args.lines.write_text(json.dumps(raw))
     labels = {"/".join(p) for p in sample}
-
-    def ran(path: str, spans: list[Span]) -> set[str]:
-        found: set[str] = set()
-        for line, who in lines[path].items():
-            if any(a <= line <= b for a, b in spans):
-                found |= who
-        return found & labels
-
-    hits: dict[str, set[str]] = {}
-    print("change | pairs that ran the function | ... the changed statements | spans")
-    for summary, (path, spans) in analysed.items():
-        fn = function_node(
-            ast.parse(git_show(mirror, args.base, path)),
-            summary.split(": ", 1)[1].removesuffix(" modified"),
-        )
-        whole = [(fn.lineno, fn.end_lineno)]  # type: ignore[union-attr]
-        in_function = ran(path, whole)
-        if in_function:  # else coverage did not see it run (a memo's footprint): left as is
-            hits[summary] = in_function if spans is None else ran(path, spans)
-        narrowed = len(hits[summary]) if summary in hits else "not seen"
-        shown = spans if spans is not None else "whole function"
-        print(f"{summary} | {len(in_function)} | {narrowed} | {shown}")
-    recorded_set = set(recorded)
-    kept = total = 0
-    for test, causes in zip(selected, detect, strict=True):
-        op, dtype = test.get("op"), test.get("dtype")
-        pair = next(
-            (p for p in (("opinfo", op, dtype), ("moduleinfo", op, dtype)) if p in recorded_set),
-            None,
-        )
-        if pair is None or "/".join(pair) not in labels:
-            continue
-        total += 1
-        label = "/".join(pair)
-        left = {c for c in causes if c not in hits or label in hits[c]}
-        kept += bool(left)
-    share = kept / total if total else 0.0
-    print(
-        f"selected tests of sampled pairs: {total}; still selected with per-line reach: {kept} ({share:.1%})"
-    )
-    print(f"projected onto the {len(selected)} selected: about {round(share * len(selected))}")
+    hits = narrowed(analysed, coverage_lines(args, sample, files), labels)
+    project(doc, hits, set(recorded), labels)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,15 @@ class BadDepsDocument(ValueError):
 NAME_LISTS = ("aten", "functions", "compiled_aten", "compiled_functions")
 
 
+def bitmap_of(indices: list[int], size: int) -> bytes:
+    """Little-endian bits over `size` places, set at `indices`: built a byte at a time (OR-ing
+    one bit at a time into a Python int of thousands of bits copies it each time)."""
+    bitmap = bytearray((size + 7) // 8)
+    for index in indices:
+        bitmap[index >> 3] |= 1 << (index & 7)
+    return bytes(bitmap)
+
+
 @dataclass
 class ObservedMap:
     """The recording. Which pairs ran a name is kept as a bitset over the recorded pairs
@@ -146,10 +155,7 @@ class ObservedMap:
 
     def add_runs_at(self, kind: str, name: str, indices: list[int]) -> None:
         """`add_runs` with the pairs given by their `index_of`."""
-        bitmap = bytearray((len(self._pairs) + 7) // 8)
-        for index in indices:
-            bitmap[index >> 3] |= 1 << (index & 7)
-        self.add_bits(kind, name, int.from_bytes(bitmap, "little"))
+        self.add_bits(kind, name, int.from_bytes(bitmap_of(indices, len(self._pairs)), "little"))
 
     def add_bits(self, kind: str, name: str, bits: int) -> None:
         """`add_runs` with the pairs given as a bitset over their `index_of` (bit i: the

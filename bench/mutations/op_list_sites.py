@@ -17,7 +17,7 @@ from mutations.edits import Edit, lines_of, span
 from mutations.model import EXECUTION, Site, TruthSpec
 from mutations.operators import Change
 from mutations.sites import FunctionNode, functions_in, parse_module
-from selection.python.op_lists import op_reference
+from selection.python.op_lists import is_op_literal, op_reference, table_uses
 
 OP_LIST = "op-list"
 # where torch keeps tables of ops that the reference device's paths read
@@ -34,15 +34,15 @@ _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 
 
 def op_lists_in(node: FunctionNode) -> Iterator[ast.List | ast.Tuple | ast.Set]:
-    """The body's literals of two or more ops, outermost function only (not decorators)."""
+    """The body's op lists (selection.python.op_lists) of two or more ops, three for a
+    tuple (dropping one of two leaves `(aten.b)`, no tuple), not the decorators'."""
     for statement in node.body:
+        tables = table_uses(statement)
         for inner in ast.walk(statement):
-            if (
-                isinstance(inner, _SEQUENCES)
-                and len(inner.elts) >= 2
-                and all(op_reference(element) for element in inner.elts)
-            ):
-                yield inner
+            if id(inner) in tables and is_op_literal(inner):
+                assert isinstance(inner, _SEQUENCES)
+                if len(inner.elts) >= (3 if isinstance(inner, ast.Tuple) else 2):
+                    yield inner
 
 
 def _drops(node: FunctionNode, lines: Sequence[str]) -> list[Change]:

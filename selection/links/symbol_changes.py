@@ -263,13 +263,15 @@ def mapped_on_their_own(changes: list[SymbolChange]) -> frozenset[Target]:
     a use by one of them is followed there, not again as a use of an added function it
     calls. Not one with a "no effect" reason whatever it reaches (`behaviour_free`), nor one
     changed only on failing paths (that reaches only tests that handle errors, and a new
-    function it calls may run on its other paths)."""
+    function it calls may run on its other paths), nor an op-list edit (likewise, where its
+    ops run)."""
     return frozenset(
         Target.function(c.path, c.qualname)
         for c in changes
         if c.kind in (ChangeKind.added, ChangeKind.modified)
         and not behaviour_free(c)
         and not c.failure_only
+        and not c.op_list  # reaches only where its ops run (selection.python.op_lists)
     )
 
 
@@ -387,11 +389,11 @@ def _op_list_names(node: ast.expr, module: TestModule | None) -> set[str]:
     return found
 
 
-def _op_list_reach(change: SymbolChange, index: LinkIndex) -> Outcome:
+def _op_list_reach(change: SymbolChange, label: str, index: LinkIndex) -> Outcome:
     """An edit that only adds or removes ops in lists of ops (selection.python.op_lists)
-    reaches where those ops run, not every user of the symbol holding the lists; where the
+    reaches where those ops run, not every user of the symbol holding the lists. Where the
     recording saw the symbol run only in compiled paths (a decomposition table), only where
-    those ops are traced."""
+    those ops are traced; for what it does not record, the blind spot and its canary."""
     how = "modified: only its lists of ops changed, by " + ", ".join(
         f"aten.{op}" for op in change.op_list
     )
@@ -400,7 +402,20 @@ def _op_list_reach(change: SymbolChange, index: LinkIndex) -> Outcome:
         how += " (recorded running only where ops are traced)"
     step = Step(change.path, change.qualname, how)
     links = [Link(Target.aten(op), (step,), traced_only=traced) for op in change.op_list]
-    return Outcome(links=links, kind="library")
+    if not traced:
+        return Outcome(links=links, kind="library")
+    blind = f"{label}: its lists of ops narrowed to traced tests by the recording"
+    aim = [Link(Target.aten(op), (step,)) for op in change.op_list]
+    return Outcome(links=links, kind="library", unrecorded_blind=blind, canary_aim=aim)
+
+
+def _names_known_ops(change: SymbolChange, index: LinkIndex) -> bool:
+    """Every op the edit names exists in the head's native_functions.yaml: a list naming
+    one that does not raises wherever it is built, for every user of the symbol."""
+    native = index.explorer.native
+    return bool(native) and all(
+        op in native or ("." not in op and op in index.explorer.aten_ops) for op in change.op_list
+    )
 
 
 def _seen_or_unrecorded(change: SymbolChange, index: LinkIndex) -> bool:
@@ -463,8 +478,12 @@ class SymbolLinks:
             )
         if change.kind == ChangeKind.removed:
             return self._removed(change, label, index)
-        if change.op_list and _seen_or_unrecorded(change, index):
-            return _op_list_reach(change, index)
+        if (
+            change.op_list
+            and _names_known_ops(change, index)
+            and _seen_or_unrecorded(change, index)
+        ):
+            return _op_list_reach(change, label, index)
         templates = _templates_using(change, index)
         if templates:  # and whatever else reaches the symbol (a list can also be called on)
             also = [Link(target, (Step(change.path, change.qualname, f"{change.kind}"),))]

@@ -1,4 +1,4 @@
-"""Whether an edit only adds ATen ops to, or removes them from, lists of ops. Pure.
+"""Whether an edit only adds ATen ops to, or removes them from, tables of ops. Pure.
 
 Library code keeps tables of ops as literals: the ops a decomposition table takes
 (`get_decompositions([aten.lerp, aten.linspace, ...])`), the ops a branch is for
@@ -7,15 +7,22 @@ read by looking an op up in it, so adding `aten.linalg_vector_norm` changes what
 where that op runs, not everywhere the function holding the list runs (every traced test,
 for a decomposition table built on first use).
 
-An *op list* is a list, tuple or set literal whose elements are all ATen op references:
-`aten.x`, `aten.x.overload`, `torch.ops.aten.x[.overload]` (`aten` being torch's conventional
-alias of `torch.ops.aten`). Two revisions of a symbol are an op-list edit when they are equal
-once every op list's elements are left out, have as many op lists in the same order, and
-differ in the ops of at least one: the edit reaches the ops that one of them gains or loses,
-by the ATen names `Target.aten` spells (`linalg_vector_norm`: any overload; `add.Tensor`).
-An op moved from one list to another is one such op (each list's reader changes for it
-alone). Anything else is not an op-list edit: a reordered list, a list that becomes
-empty or is made from `[]`, an element that is not an op, any other edit beside.
+An *op list* is a list, tuple or set literal whose elements are all ATen op references
+(`aten.x`, `aten.x.overload`, `torch.ops.aten.x[.overload]`; `aten` is torch's conventional
+alias of `torch.ops.aten`), used as a table: the right side of `in`/`not in`, what a `for`
+or comprehension iterates, the only argument of a call (`get_decompositions([...])`,
+`@register_meta([...])`) or the value assigned to a name. Anywhere else its positions may
+mean something (`return aten.add, aten.sub` unpacked by the caller, `[...][i]`, the values
+of a dict, `t == (...)`), and it is no op list.
+
+Two revisions of a symbol are an op-list edit when they are equal once every op list is
+replaced by a placeholder, have as many op lists, and each list keeps the order of the ops
+it keeps while it gains or loses at least one op overall: the edit reaches the ops gained or
+lost, by the ATen names `Target.aten` spells (`linalg_vector_norm`: any overload;
+`add.Tensor`). An op moved from one list to another is such an op (each list's reader
+changes for it alone). A list reordered, emptied or made from `[]`, an element that is not
+an op, any other edit beside: not an op-list edit.
+
 The caller asks only about library functions and methods: test code's op lists decide
 which tests exist, and a module-level table is reached through the functions reading it.
 """
@@ -24,11 +31,11 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections import Counter
 
 from selection.pyast import normalized_fingerprint
 
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
+_PLACEHOLDER = "__op_list__"  # never equal to a real `[]`, so lists pair up by position
 
 
 def op_reference(node: ast.expr) -> str | None:
@@ -51,32 +58,72 @@ def op_reference(node: ast.expr) -> str | None:
     return None
 
 
-def _op_lists(nodes: list[ast.AST]) -> tuple[list[ast.AST], list[Counter[str]]]:
-    """Copies of the nodes with every op list emptied, and each list's ops, in order."""
+def is_op_literal(node: ast.AST) -> bool:
+    """A list, tuple or set literal of one or more op references (where it is used apart)."""
+    return (
+        isinstance(node, _SEQUENCES)
+        and bool(node.elts)
+        and all(op_reference(element) for element in node.elts)
+    )
+
+
+def table_uses(root: ast.AST) -> set[int]:
+    """The ids of the op literals under `root` that are used as tables (module docstring)."""
+    found: set[int] = set()
+    for node in ast.walk(root):
+        if isinstance(node, ast.Compare):
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    found.add(id(right))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            found.add(id(node.iter))
+        elif isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+            found.add(id(node.args[0]))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if all(isinstance(t, ast.Name) for t in targets):
+                found.add(id(node.value))
+    return found
+
+
+def _op_lists(nodes: list[ast.AST]) -> tuple[list[ast.AST], list[list[str]]]:
+    """Copies of the nodes with every op list replaced by a placeholder, and each list's
+    ops in order."""
     shells = [copy.deepcopy(node) for node in nodes]
-    found: list[Counter[str]] = []
+    found: list[list[str]] = []
     for shell in shells:
+        tables = table_uses(shell)
         for node in ast.walk(shell):
-            if isinstance(node, _SEQUENCES) and node.elts:
-                ops = [op_reference(element) for element in node.elts]
-                if all(ops):
-                    found.append(Counter(op for op in ops if op))
-                    node.elts = []
+            if id(node) in tables and is_op_literal(node):
+                assert isinstance(node, _SEQUENCES)
+                found.append([op for op in map(op_reference, node.elts) if op])
+                node.elts = [ast.Name(_PLACEHOLDER)]
     return shells, found
+
+
+def _has_op_reference(nodes: list[ast.AST]) -> bool:
+    return any(
+        isinstance(n, ast.Attribute) and op_reference(n) for root in nodes for n in ast.walk(root)
+    )
 
 
 def op_list_edit(old: list[ast.AST], new: list[ast.AST]) -> tuple[str, ...]:
     """The ops an op-list edit adds or removes (sorted), or () when the two revisions are
     not an op-list edit (see the module docstring)."""
+    if not _has_op_reference(old) and not _has_op_reference(new):
+        return ()
     old_shells, old_lists = _op_lists(old)
     new_shells, new_lists = _op_lists(new)
-    if not old_lists and not new_lists:
+    if not old_lists or len(old_lists) != len(new_lists):
         return ()
     if normalized_fingerprint(old_shells) != normalized_fingerprint(new_shells):
         return ()
-    if len(old_lists) != len(new_lists):
-        return ()  # a list emptied to [] or made from [] stays apart from the others
     changed: set[str] = set()
     for before, after in zip(old_lists, new_lists, strict=True):
-        changed.update((before - after) | (after - before))
+        lost, gained = set(before) - set(after), set(after) - set(before)
+        kept_before = [op for op in before if op not in lost]
+        kept_after = [op for op in after if op not in gained]
+        if kept_before != kept_after:
+            return ()  # reordered (or a duplicate's count changed)
+        changed |= lost | gained
     return tuple(sorted(changed))

@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selection.observed import NAME_LISTS, SCHEMA, SCHEMA_VERSION, ObservedMap, Pair
+from selection.observed import (
+    NAME_LISTS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    ObservedMap,
+    Pair,
+    bitmap_of,
+)
 
 _SCHEMA_SQL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,9 +51,11 @@ CREATE TABLE runs (name_id INTEGER PRIMARY KEY, bits BLOB NOT NULL);
 """
 # `runs` holds `uses` again, one bitset per name over the recorded ("ok") pairs in id order
 # (bit i: the i-th), so that `select` loads a map without walking millions of rows in Python
-# (2.6 of a warm 2.13 -> 2.14 select's 22 s CPU). `runs_pairs` in meta is how many pairs
-# the bitsets count: a map whose pairs changed since (or one written before `runs`) is read
-# from `uses`, which says what is damaged.
+# (2.9 s of CPU for the whole scope's map, of a warm 2.13 -> 2.14 select's 22 s). `runs_pairs`
+# in meta is how many pairs the bitsets count: a map whose pair ids are not 1..N or whose
+# recorded pairs are not that many (or one written before `runs`) is read from `uses`. Both
+# are written together, whole; damage to `uses` alone is seen by `deps export`, which
+# reads it, not by `select`.
 _RUNS_PAIRS = "runs_pairs"
 # made once the uses are in: kept up while millions of rows go in, it took 3/4 of the write
 _INDEX_SQL = "CREATE INDEX uses_by_name ON uses (name_id)"
@@ -113,18 +122,12 @@ def _fill(connection: sqlite3.Connection, doc: dict[str, Any]) -> None:
 def _fill_runs(connection: sqlite3.Connection, ok: list[bool], uses: list[tuple[int, int]]) -> None:
     """The `runs` bitsets of `uses` (pair ids count from 1, in the order of `ok`)."""
     position = list(itertools.accumulate(ok, initial=0))  # pair id -> index among "ok" ones
-    size = (position[-1] + 7) // 8
-    bitmaps: dict[int, bytearray] = {}
+    ran: dict[int, list[int]] = {}
     for pair_id, name_id in uses:
         if ok[pair_id - 1]:
-            index = position[pair_id - 1]
-            bitmap = bitmaps.get(name_id)
-            if bitmap is None:
-                bitmap = bitmaps[name_id] = bytearray(size)
-            bitmap[index >> 3] |= 1 << (index & 7)
-    connection.executemany(
-        "INSERT INTO runs VALUES (?, ?)", [(n, bytes(b)) for n, b in bitmaps.items()]
-    )
+            ran.setdefault(name_id, []).append(position[pair_id - 1])
+    rows = [(name_id, bitmap_of(indices, position[-1])) for name_id, indices in ran.items()]
+    connection.executemany("INSERT INTO runs VALUES (?, ?)", rows)
     connection.execute("INSERT INTO meta VALUES (?, ?)", (_RUNS_PAIRS, str(position[-1])))
 
 
@@ -366,6 +369,8 @@ def _observed_from(path: Path) -> ObservedMap:
         intact = ids == list(range(1, len(ids) + 1)) and meta.get(_RUNS_PAIRS) == str(len(bit_of))
         if intact and _has_table(connection, "runs"):
             for nid, bits in connection.execute("SELECT name_id, bits FROM runs"):
+                if not isinstance(bits, bytes):  # SQLite keeps any type in any column
+                    raise ValueError(f"runs: name {nid} holds a {type(bits).__name__}, not bits")
                 observed.add_bits(*names[nid], int.from_bytes(bits, "little"))
         else:
             rows = connection.execute("SELECT name_id, pair_id FROM uses ORDER BY name_id")

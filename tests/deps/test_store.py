@@ -148,6 +148,29 @@ def test_a_map_without_bitsets_or_whose_pairs_changed_is_read_from_its_rows(
     assert loaded is not None and loaded.tables() == _tables_of(doc)
 
 
+def test_a_map_whose_recorded_pairs_are_not_those_its_bitsets_count_is_read_from_its_rows(
+    tmp_path: Path,
+) -> None:
+    """A failed pair between two recorded ones turned "ok" would shift every later bit by
+    one (gelu's run read as nn.Linear's): the count in meta sends the load to `uses`."""
+    path = write_document(tmp_path, _reordered_doc())
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE pairs SET status = 'ok' WHERE op = 'nn.Linear'")
+    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
+    assert loaded is not None
+    assert loaded.pairs_running_function("torch/nn/functional.py", "gelu") == {
+        ("opinfo", "nn.functional.gelu", "float16")
+    }
+
+
+def test_a_bitset_that_is_not_bytes_is_a_damaged_map(tmp_path: Path) -> None:
+    path = write_document(tmp_path, _doc())
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE runs SET bits = 'ff'")
+    with pytest.raises(UnusableMap, match=re.escape(f"{path} is not a readable map (runs: name")):
+        load_observed(tmp_path, "2.13.0+cpu", "spyre")
+
+
 def test_a_bitset_naming_a_pair_the_map_lacks_is_a_damaged_map(tmp_path: Path) -> None:
     path = write_document(tmp_path, _doc())
     with sqlite3.connect(path) as connection:

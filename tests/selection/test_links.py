@@ -232,6 +232,29 @@ def test_an_op_added_to_a_list_of_ops_reaches_where_that_op_runs(
     assert not state.blind_spots
 
 
+def test_a_list_gaining_an_op_the_head_does_not_have_is_an_ordinary_change(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """`aten.nope` raises wherever the list is built: every user of the function breaks,
+    not the tests of an op that does not exist."""
+    upstream = library[0]
+    upstream.reset()
+    upstream.write("torch/_decomp/__init__.py", DECOMP_TABLE)
+    base = upstream.commit("a decomposition table")
+    upstream.edit("torch/_decomp/__init__.py", TABLE_EDIT[0], "[aten.exp.default, aten.nope, ")
+    head = upstream.commit("an op that does not exist")
+    old_base, upstream.base = upstream.base, base
+    try:
+        state = select(library, head, tmp_path)
+    finally:
+        upstream.base = old_base
+        upstream.reset()
+    assert not any("lists of ops" in step for step in map_evidence(state))
+    assert state.blind_spots == [
+        "torch/_decomp/__init__.py: core_table modified: linked to no reused test statically"
+    ]
+
+
 def _table_map(tmp_path: Path, ran_table: bool) -> Path:
     """A recorded map: mul's pairs ran aten.mul eagerly and, when `ran_table`, the
     decomposition table only in their compiled paths (where it is built on first use)."""
@@ -259,11 +282,20 @@ def test_with_a_recording_an_op_list_edit_reaches_only_where_the_list_was_read(
     head = upstream.commit("mul joins the table")
     deps = str(_table_map(tmp_path, ran_table))
     state = select_from(upstream, manifest, base, head, tmp_path, deps=deps)
-    names = {name for name in selected(state) if "_mul_" in name}
+    linked = {
+        c.instance.name
+        for c in state.candidates.values()
+        if any(x.stage == "map" and x.kind != "canary" for x in c.causes)
+    }
     evidence = " ".join(map_evidence(state))
     if ran_table:
-        assert names == {"test_fake_mul_spyre_float16", "test_fake_mul_spyre_float32"}
+        assert linked == {"test_fake_mul_spyre_float16", "test_fake_mul_spyre_float32"}
         assert "by aten.mul.Tensor (recorded running only where ops are traced)" in evidence
+        # the fixture's other pairs have no recording: a canary stands for what it misses
+        assert state.blind_spots == [
+            "torch/_decomp/__init__.py: core_table modified: its lists of ops narrowed to "
+            "traced tests by the recording (what the recording does not cover is not linked)"
+        ]
     else:  # the ordinary change: no static link, a blind spot a canary covers
         assert "lists of ops" not in evidence
         assert state.blind_spots == [

@@ -88,3 +88,67 @@ def test_a_list_emptied_or_filled_from_empty_is_not_an_op_list_edit() -> None:
     """`[]` holds no op reference, so it is no op list: the count of lists differs."""
     assert op_list_edit(_nodes("x = [aten.a]"), _nodes("x = []")) == ()
     assert op_list_edit(_nodes("x = []"), _nodes("x = [aten.a]")) == ()
+
+
+def test_an_op_moved_into_a_list_that_was_empty_is_not_paired_with_another_list() -> None:
+    """Emptied lists must not pair up with real `[]` literals (the move of `a` is an edit of
+    both lists' readers, not nothing)."""
+    old = "def f():\n    A = [aten.a]\n    B = []\n    C = [aten.c]\n"
+    new = "def f():\n    A = []\n    B = [aten.a]\n    C = [aten.c, aten.d]\n"
+    assert op_list_edit(_nodes(old), _nodes(new)) == ()
+
+
+def test_a_list_reordered_while_it_gains_an_op_is_not_an_op_list_edit() -> None:
+    old = "def f(op):\n    return op in [aten.a, aten.b]\n"
+    new = "def f(op):\n    return op in [aten.b, aten.a, aten.c]\n"
+    assert op_list_edit(_nodes(old), _nodes(new)) == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("return aten.add, aten.sub", "return aten.add, aten.mul"),  # unpacked by the caller
+        ("return [aten.a, aten.b, aten.c][i]", "return [aten.b, aten.c][i]"),  # positions
+        ("return {aten.add: (aten.sub, aten.neg)}", "return {aten.add: (aten.mul, aten.neg)}"),
+        ("return t == (aten.a, aten.b)", "return t == (aten.a, aten.c)"),
+        ("return alias(aten.add_, [aten.add])", "return alias(aten.add_, [aten.mul])"),
+    ],
+)
+def test_lists_whose_positions_or_context_mean_something_are_not_tables(old: str, new: str) -> None:
+    source = "def f(t, i):\n    {}\n"
+    assert op_list_edit(_nodes(source.format(old)), _nodes(source.format(new))) == ()
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "return func in ({ops})",
+        "for op in [{ops}]:\n        register(op)",
+        "table = {{{ops}}}\n    return table",
+        "return get_decompositions([{ops}])",
+        "return [op for op in ({ops}) if op]",
+    ],
+)
+def test_lists_used_as_tables_are_op_lists(use: str) -> None:
+    source = "def f(func):\n    " + use + "\n"
+    old = source.format(ops="aten.a, aten.b.out")
+    new = source.format(ops="aten.a, aten.c, aten.b.out")
+    assert op_list_edit(_nodes(old), _nodes(new)) == ("c",)
+
+
+def test_only_functions_and_methods_of_library_code_are_read_for_op_list_edits() -> None:
+    """A module-level table is reached through the functions reading it; test code's op
+    lists decide which tests exist."""
+    from selection.detect import diff_symbols
+    from selection.pyast import module_symbols
+
+    old = "OPS = [aten.a]\n\ndef f(op):\n    return op in (aten.a, aten.b)\n"
+    new = "OPS = [aten.a, aten.z]\n\ndef f(op):\n    return op in (aten.a, aten.b, aten.c)\n"
+
+    def changes(path: str) -> dict[str, tuple[str, ...]]:
+        before = module_symbols(ast.parse(old), old)
+        after = module_symbols(ast.parse(new), new)
+        return {c.qualname: c.op_list for c in diff_symbols(path, before, after)}
+
+    assert changes("torch/_decomp/__init__.py") == {"OPS": (), "f": ("c",)}
+    assert changes("torch/testing/_internal/common_ops.py") == {"OPS": (), "f": ()}

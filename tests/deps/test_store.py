@@ -113,54 +113,46 @@ def _tables_of(doc: dict[str, Any]) -> dict[str, dict[str, set[tuple[str, str, s
     return ObservedMap.from_document(doc).tables()
 
 
+def _loaded_after(tmp_path: Path, *statements: str) -> ObservedMap:
+    """The map of `_reordered_doc` as `select` loads it once the statements ran on its file."""
+    path = write_document(tmp_path, _reordered_doc())
+    with sqlite3.connect(path) as connection:
+        for statement in statements:
+            connection.execute(statement)
+    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
+    assert loaded is not None
+    return loaded
+
+
+GELU = ("opinfo", "nn.functional.gelu", "float16")
+
+
 def test_a_map_is_loaded_from_its_bitsets(tmp_path: Path) -> None:
     """`select` reads one bitset per name (`runs`), not the millions of `uses` rows: with
     the rows gone the map it loads is still whole, a failed pair between two recorded ones
     leaving no gap in the bits."""
-    doc = _reordered_doc()
-    path = write_document(tmp_path, doc)
-    with sqlite3.connect(path) as connection:
-        connection.execute("DELETE FROM uses")
-    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
-    assert loaded is not None and loaded.tables() == _tables_of(doc)
-    assert loaded.pairs_running_function("torch/nn/functional.py", "gelu") == {
-        ("opinfo", "nn.functional.gelu", "float16")
-    }
+    loaded = _loaded_after(tmp_path, "DELETE FROM uses")
+    assert loaded.tables() == _tables_of(_reordered_doc())
+    assert loaded.pairs_running_function("torch/nn/functional.py", "gelu") == {GELU}
     assert loaded.failed == {("moduleinfo", "nn.Linear", "float32"): "error: worker exited (-11)"}
 
 
+@pytest.mark.parametrize(
+    "statements",
+    [
+        ("DROP TABLE runs",),  # written before `runs` existed
+        # a row deleted: the bitsets (here saying nothing ran) no longer match the pairs
+        ("DELETE FROM runs", "DELETE FROM pairs WHERE op = 'nn.Linear'"),
+        # a failed pair turned "ok" would shift gelu's bit onto nn.Linear: the count says so
+        ("UPDATE pairs SET status = 'ok' WHERE op = 'nn.Linear'",),
+    ],
+)
 def test_a_map_without_bitsets_or_whose_pairs_changed_is_read_from_its_rows(
-    tmp_path: Path,
+    tmp_path: Path, statements: tuple[str, ...]
 ) -> None:
-    """A map written before `runs` existed, or whose pairs no longer match the bitsets
-    (a row deleted), is read from `uses`: the same map, or the damage named."""
-    doc = _reordered_doc()
-    path = write_document(tmp_path, doc)
-    with sqlite3.connect(path) as connection:
-        connection.execute("DROP TABLE runs")
-    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
-    assert loaded is not None and loaded.tables() == _tables_of(doc)
-    path = write_document(tmp_path, doc)
-    with sqlite3.connect(path) as connection:
-        connection.execute("DELETE FROM runs")  # bitsets that would say nothing ran
-        connection.execute("DELETE FROM pairs WHERE op = 'nn.Linear'")
-    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
-    assert loaded is not None and loaded.tables() == _tables_of(doc)
-
-
-def test_a_map_whose_recorded_pairs_are_not_those_its_bitsets_count_is_read_from_its_rows(
-    tmp_path: Path,
-) -> None:
-    """A failed pair between two recorded ones turned "ok" would shift every later bit by
-    one (gelu's run read as nn.Linear's): the count in meta sends the load to `uses`."""
-    path = write_document(tmp_path, _reordered_doc())
-    with sqlite3.connect(path) as connection:
-        connection.execute("UPDATE pairs SET status = 'ok' WHERE op = 'nn.Linear'")
-    loaded = load_observed(tmp_path, "2.13.0+cpu", "spyre")
-    assert loaded is not None
-    assert loaded.pairs_running_function("torch/nn/functional.py", "gelu") == {
-        ("opinfo", "nn.functional.gelu", "float16")
-    }
+    loaded = _loaded_after(tmp_path, *statements)
+    assert loaded.tables() == _tables_of(_reordered_doc())
+    assert loaded.pairs_running_function("torch/nn/functional.py", "gelu") == {GELU}
 
 
 def test_a_bitset_that_is_not_bytes_is_a_damaged_map(tmp_path: Path) -> None:

@@ -156,24 +156,33 @@ def shared_fake_impl(fake_mode, func, *args):
 """
 
 
+def select_edit(
+    library: tuple[UpstreamRepo, Path],
+    tmp_path: Path,
+    written: tuple[str, str],
+    edit: tuple[str, ...],
+    deps: str = "none",
+) -> PipelineState:
+    """Select the edit (`edit`: path, old, new) of a file first written on a new base
+    (`written`: path, text); the repository's base is put back afterwards."""
+    upstream, manifest = library
+    upstream.reset()
+    upstream.write(*written)
+    base = upstream.commit(f"{written[0]} as the base")
+    upstream.edit(*edit)
+    head = upstream.commit("the edit")
+    return select_from(upstream, manifest, base, head, tmp_path, deps=deps)
+
+
 def test_a_kernel_registered_for_two_ops_does_not_make_one_a_user_of_the_other(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
     """A FakeTensor kernel registered for add and mul runs whichever op is traced: a change
     to mul's kernel reaches mul's tests, not add's traced ones through the registering
     decorator naming mul (decorator arguments spanning lines included)."""
-    upstream = library[0]
-    upstream.reset()
-    upstream.write("torch/_subclasses/fake_impls.py", FAKE_IMPLS)
-    base = upstream.commit("one FakeTensor kernel for add and mul")
-    upstream.edit(*MUL_KERNEL_EDIT)
-    head = upstream.commit("mul's kernel")
-    old_base, upstream.base = upstream.base, base
-    try:
-        state = select(library, head, tmp_path)
-    finally:
-        upstream.base = old_base
-        upstream.reset()
+    state = select_edit(
+        library, tmp_path, ("torch/_subclasses/fake_impls.py", FAKE_IMPLS), MUL_KERNEL_EDIT
+    )
     assert {name.split("_spyre_")[0] for name in selected(state)} == {
         "test_out_mul",
         "test_fake_mul",
@@ -199,6 +208,7 @@ def core_table():
 """
 
 
+DECOMP = "torch/_decomp/__init__.py"
 TABLE_EDIT = ("[aten.exp.default, ", "[aten.exp.default, aten.mul.Tensor, ")
 
 
@@ -208,18 +218,7 @@ def test_an_op_added_to_a_list_of_ops_reaches_where_that_op_runs(
     """A decomposition table built in a function gains `aten.mul.Tensor`: that reaches the
     tests where mul runs, with the op named, not every user of the table (here none, which
     made it a blind spot covered by a canary)."""
-    upstream = library[0]
-    upstream.reset()
-    upstream.write("torch/_decomp/__init__.py", DECOMP_TABLE)
-    base = upstream.commit("a decomposition table")
-    upstream.edit("torch/_decomp/__init__.py", *TABLE_EDIT)
-    head = upstream.commit("mul joins the table")
-    old_base, upstream.base = upstream.base, base
-    try:
-        state = select(library, head, tmp_path)
-    finally:
-        upstream.base = old_base
-        upstream.reset()
+    state = select_edit(library, tmp_path, (DECOMP, DECOMP_TABLE), (DECOMP, *TABLE_EDIT))
     names = selected(state)
     assert names and {name.split("_spyre_")[0] for name in names} <= {
         "test_out_mul",
@@ -237,18 +236,8 @@ def test_a_list_gaining_an_op_the_head_does_not_have_is_an_ordinary_change(
 ) -> None:
     """`aten.nope` raises wherever the list is built: every user of the function breaks,
     not the tests of an op that does not exist."""
-    upstream = library[0]
-    upstream.reset()
-    upstream.write("torch/_decomp/__init__.py", DECOMP_TABLE)
-    base = upstream.commit("a decomposition table")
-    upstream.edit("torch/_decomp/__init__.py", TABLE_EDIT[0], "[aten.exp.default, aten.nope, ")
-    head = upstream.commit("an op that does not exist")
-    old_base, upstream.base = upstream.base, base
-    try:
-        state = select(library, head, tmp_path)
-    finally:
-        upstream.base = old_base
-        upstream.reset()
+    nope = (DECOMP, TABLE_EDIT[0], "[aten.exp.default, aten.nope, ")
+    state = select_edit(library, tmp_path, (DECOMP, DECOMP_TABLE), nope)
     assert not any("lists of ops" in step for step in map_evidence(state))
     assert state.blind_spots == [
         "torch/_decomp/__init__.py: core_table modified: linked to no reused test statically"
@@ -274,14 +263,8 @@ def test_with_a_recording_an_op_list_edit_reaches_only_where_the_list_was_read(
     """Recorded running only where ops are traced, the table's edit reaches mul's traced
     tests, not its eager ones; recorded never running, its lists were never read: it is
     the function's ordinary change (here linked to nothing, so a blind spot)."""
-    upstream, manifest = library
-    upstream.reset()
-    upstream.write("torch/_decomp/__init__.py", DECOMP_TABLE)
-    base = upstream.commit("a decomposition table")
-    upstream.edit("torch/_decomp/__init__.py", *TABLE_EDIT)
-    head = upstream.commit("mul joins the table")
     deps = str(_table_map(tmp_path, ran_table))
-    state = select_from(upstream, manifest, base, head, tmp_path, deps=deps)
+    state = select_edit(library, tmp_path, (DECOMP, DECOMP_TABLE), (DECOMP, *TABLE_EDIT), deps)
     linked = {
         c.instance.name
         for c in state.candidates.values()

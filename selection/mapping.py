@@ -35,6 +35,7 @@ from selection.model import (
     TestInstance,
 )
 from selection.python.failure_paths import FAILURE_PATH, FAILURE_PATH_NOTE
+from selection.python.op_lists import op_list_text
 
 MAX_CAUSES = 4  # changes named per test (each a detect and a map link)
 NEARLY_ALL = 0.5  # a change reaching more than half of the instances is machinery
@@ -108,6 +109,9 @@ def _items(changes: ChangeSet) -> Iterator[tuple[object, Cause]]:
             yield symbol, Cause("detect", "template", summary)
         elif symbol.failure_only:
             yield symbol, Cause("detect", FAILURE_PATH, f"{summary} {FAILURE_PATH_NOTE}")
+        elif symbol.op_list:
+            note = f"(only its lists of ops: {op_list_text(symbol.op_list)})"
+            yield symbol, Cause("detect", "symbol", f"{summary} {note}")
         else:
             yield symbol, Cause("detect", "symbol", summary)
     for entry in changes.entries:

@@ -52,8 +52,9 @@ class SymbolChange:
     # The edit is confined to what runs when something fails (a raise's message, a failed
     # check's message: selection.python.failure_paths); only tests that handle errors see it.
     failure_only: bool = False
-    # The edit only adds or removes these ATen ops in literal lists of ops (a decomposition
-    # table, an `op in (...)` branch: selection.python.op_lists); it reaches where they run.
+    # The edit only adds ("+cosh") or removes ("-lerp") these ATen ops in literal lists of
+    # ops (a decomposition table, an `op in (...)` branch: selection.python.op_lists); it
+    # reaches where they run.
     op_list: tuple[str, ...] = ()
 
 

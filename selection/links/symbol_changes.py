@@ -45,6 +45,7 @@ from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
 from selection.observed import NESTED
 from selection.pyast import MODULE_SYMBOL
+from selection.python.op_lists import op_list_text, op_names
 from selection.templates import TestModule
 from selection.upstream import INTERNAL, is_database_file
 
@@ -394,27 +395,27 @@ def _op_list_reach(change: SymbolChange, label: str, index: LinkIndex) -> Outcom
     reaches where those ops run, not every user of the symbol holding the lists. Where the
     recording saw the symbol run only in compiled paths (a decomposition table), only where
     those ops are traced; for what it does not record, the blind spot and its canary."""
-    how = "modified: only its lists of ops changed, by " + ", ".join(
-        f"aten.{op}" for op in change.op_list
-    )
+    how = f"modified: only its lists of ops changed: {op_list_text(change.op_list)}"
     traced = _runs_only_traced(change, index)
     if traced:
         how += " (recorded running only where ops are traced)"
     step = Step(change.path, change.qualname, how)
-    links = [Link(Target.aten(op), (step,), traced_only=traced) for op in change.op_list]
+    ops = op_names(change.op_list)
+    links = [Link(Target.aten(op), (step,), traced_only=traced) for op in ops]
     if not traced:
         return Outcome(links=links, kind="library")
     blind = f"{label}: its lists of ops narrowed to traced tests by the recording"
-    aim = [Link(Target.aten(op), (step,)) for op in change.op_list]
+    aim = [Link(Target.aten(op), (step,)) for op in ops]
     return Outcome(links=links, kind="library", unrecorded_blind=blind, canary_aim=aim)
 
 
 def _names_known_ops(change: SymbolChange, index: LinkIndex) -> bool:
-    """Every op the edit names exists in the head's native_functions.yaml: a list naming
-    one that does not raises wherever it is built, for every user of the symbol."""
+    """Every op the edit adds exists in the head's native_functions.yaml: a list naming one
+    that does not raises wherever it is built, for every user of the symbol."""
     native = index.explorer.native
+    added = [signed[1:] for signed in change.op_list if signed.startswith("+")]
     return bool(native) and all(
-        op in native or ("." not in op and op in index.explorer.aten_ops) for op in change.op_list
+        op in native or ("." not in op and op in index.explorer.aten_ops) for op in added
     )
 
 

@@ -108,8 +108,8 @@ def _has_op_reference(nodes: list[ast.AST]) -> bool:
 
 
 def op_list_edit(old: list[ast.AST], new: list[ast.AST]) -> tuple[str, ...]:
-    """The ops an op-list edit adds or removes (sorted), or () when the two revisions are
-    not an op-list edit (see the module docstring)."""
+    """The ops an op-list edit adds ("+cosh") or removes ("-lerp"), sorted by op, or () when
+    the two revisions are not an op-list edit (see the module docstring)."""
     if not _has_op_reference(old) and not _has_op_reference(new):
         return ()
     old_shells, old_lists = _op_lists(old)
@@ -125,5 +125,15 @@ def op_list_edit(old: list[ast.AST], new: list[ast.AST]) -> tuple[str, ...]:
         kept_after = [op for op in after if op not in gained]
         if kept_before != kept_after:
             return ()  # reordered (or a duplicate's count changed)
-        changed |= lost | gained
-    return tuple(sorted(changed))
+        changed |= {f"-{op}" for op in lost} | {f"+{op}" for op in gained}
+    return tuple(sorted(changed, key=lambda signed: (signed[1:], signed)))
+
+
+def op_names(signed: tuple[str, ...]) -> list[str]:
+    """`("+cosh", "-lerp", "+lerp")` -> `["cosh", "lerp"]`: the ops, once each."""
+    return list(dict.fromkeys(op[1:] for op in signed))
+
+
+def op_list_text(signed: tuple[str, ...]) -> str:
+    """`("+cosh", "-lerp")` -> "+aten.cosh, -aten.lerp" (what a cause line says)."""
+    return ", ".join(f"{op[0]}aten.{op[1:]}" for op in signed)

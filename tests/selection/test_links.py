@@ -225,10 +225,16 @@ def test_an_op_added_to_a_list_of_ops_reaches_where_that_op_runs(
         "test_fake_mul",
     }
     assert (
-        "torch/_decomp/__init__.py:core_table modified: only its lists of ops changed, by aten.mul.Tensor"
+        "torch/_decomp/__init__.py:core_table modified: only its lists of ops changed: +aten.mul.Tensor"
         in map_evidence(state)
     )
     assert not state.blind_spots
+    detect = {
+        c.summary for cand in state.candidates.values() for c in cand.causes if c.stage == "detect"
+    }
+    assert detect == {
+        "torch/_decomp/__init__.py: core_table modified (only its lists of ops: +aten.mul.Tensor)"
+    }
 
 
 def test_a_list_gaining_an_op_the_head_does_not_have_is_an_ordinary_change(
@@ -273,7 +279,7 @@ def test_with_a_recording_an_op_list_edit_reaches_only_where_the_list_was_read(
     evidence = " ".join(map_evidence(state))
     if ran_table:
         assert linked == {"test_fake_mul_spyre_float16", "test_fake_mul_spyre_float32"}
-        assert "by aten.mul.Tensor (recorded running only where ops are traced)" in evidence
+        assert "changed: +aten.mul.Tensor (recorded running only where ops are traced)" in evidence
         # the fixture's other pairs have no recording: a canary stands for what it misses
         assert state.blind_spots == [
             "torch/_decomp/__init__.py: core_table modified: its lists of ops narrowed to "

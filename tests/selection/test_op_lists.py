@@ -42,11 +42,11 @@ def test_op_references_are_named_as_target_aten_spells_them(text: str, name: str
 @pytest.mark.parametrize(
     ("edit", "ops"),
     [
-        (("aten.lerp, ", "aten.lerp, aten.linalg_vector_norm, "), ("linalg_vector_norm",)),
-        (("aten.lerp, ", ""), ("lerp",)),
+        (("aten.lerp, ", "aten.lerp, aten.linalg_vector_norm, "), ("+linalg_vector_norm",)),
+        (("aten.lerp, ", ""), ("-lerp",)),
         (
             ("aten.linspace.default", "aten.linspace.Tensor_step"),
-            ("linspace", "linspace.Tensor_step"),
+            ("-linspace", "+linspace.Tensor_step"),
         ),
     ],
 )
@@ -79,7 +79,7 @@ def test_an_op_moved_from_one_list_to_another_reaches_that_op() -> None:
     fallback set gains it."""
     old = "def f(op):\n    decompose = {aten.a, aten.b}\n    fallback = {aten.c}\n"
     new = "def f(op):\n    decompose = {aten.a}\n    fallback = {aten.c, aten.b}\n"
-    assert op_list_edit(_nodes(old), _nodes(new)) == ("b",)  # reaches where b runs, once
+    assert op_list_edit(_nodes(old), _nodes(new)) == ("+b", "-b")  # where b runs
     unchanged = "def f(op):\n    decompose = {aten.a, aten.b}\n    fallback = {aten.c}\n"
     assert op_list_edit(_nodes(old), _nodes(unchanged)) == ()
 
@@ -133,7 +133,7 @@ def test_lists_used_as_tables_are_op_lists(use: str) -> None:
     source = "def f(func):\n    " + use + "\n"
     old = source.format(ops="aten.a, aten.b.out")
     new = source.format(ops="aten.a, aten.c, aten.b.out")
-    assert op_list_edit(_nodes(old), _nodes(new)) == ("c",)
+    assert op_list_edit(_nodes(old), _nodes(new)) == ("+c",)
 
 
 def test_only_functions_and_methods_of_library_code_are_read_for_op_list_edits() -> None:
@@ -150,5 +150,5 @@ def test_only_functions_and_methods_of_library_code_are_read_for_op_list_edits()
         after = module_symbols(ast.parse(new), new)
         return {c.qualname: c.op_list for c in diff_symbols(path, before, after)}
 
-    assert changes("torch/_decomp/__init__.py") == {"OPS": (), "f": ("c",)}
+    assert changes("torch/_decomp/__init__.py") == {"OPS": (), "f": ("+c",)}
     assert changes("torch/testing/_internal/common_ops.py") == {"OPS": (), "f": ()}

@@ -270,7 +270,12 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
     show_default=True,
     help="Suffix of instantiated classes (SpyreTestBase: SPYRE; plain PrivateUse1TestBase: PRIVATEUSE1).",
 )
-@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option(
+    "--quiet",
+    is_flag=True,
+    help="Print only the output paths (stdout) and errors: no progress, notes, blind spots "
+    "or summary line (they are in the report).",
+)
 def select_command(**kw: Any) -> None:
     """Select the reused upstream tests an upstream change must run, and say why.
 

@@ -44,9 +44,10 @@ class DeterministicAgent:
         if kind == "canary":
             return Verdict(
                 "run",
-                "canary: the change cannot be narrowed to ops (shared machinery, module-level "
-                "code, a blind spot): one instance per class, template and dtype it could reach "
-                "(for machinery, per op and dtype too)",
+                "canary: what the change reaches cannot be told test by test (shared "
+                "machinery, module-level code, a blind spot, what the recording does not "
+                "cover): one instance per class, template and dtype it could reach (for "
+                "machinery, per op and dtype too)",
                 0.6,
                 priority,
                 self.name,

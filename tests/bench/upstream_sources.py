@@ -178,7 +178,17 @@ debug = False
 git_version = 'cf30153c4c131c8164ee7798e5022d810682e2cb'
 """
 
+DECOMP_INIT = """\
+import torch
+
+
+def core_decompositions():
+    aten = torch.ops.aten
+    return get_decompositions([aten.lerp, aten.addcdiv, aten.linspace])
+"""
+
 SOURCES = {
+    "torch/_decomp/__init__.py": DECOMP_INIT,
     "torch/_decomp/decompositions.py": DECOMPOSITIONS,
     "torch/_meta_registrations.py": META,
     "torch/_refs/__init__.py": REFS,

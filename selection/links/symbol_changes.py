@@ -39,7 +39,7 @@ from selection.links.refs_mode import (
     refs_mode_reach,
     refs_name,
 )
-from selection.links.resolve import recording_saw, root_instances, seen_running
+from selection.links.resolve import recording_saw, root_instances
 from selection.links.startup import load_time_functions, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
@@ -396,7 +396,8 @@ def _op_list_reach(change: SymbolChange, label: str, index: LinkIndex) -> Outcom
     recording saw the symbol run only in compiled paths (a decomposition table), only where
     those ops are traced; for what it does not record, the blind spot and its canary."""
     how = f"modified: only its lists of ops changed: {op_list_text(change.op_list)}"
-    traced = _runs_only_traced(change, index)
+    ran = _recorded_paths(change, index)
+    traced = ran is not None and not ran[0] and ran[1]
     if traced:
         how += " (recorded running only where ops are traced)"
     step = Step(change.path, change.qualname, how)
@@ -419,20 +420,14 @@ def _names_known_ops(change: SymbolChange, index: LinkIndex) -> bool:
     )
 
 
-def _seen_or_unrecorded(change: SymbolChange, index: LinkIndex) -> bool:
-    """No recording, or one that saw the function run: where it never ran, its lists were
-    never read, and the symbol's ordinary reach says so (or links it statically)."""
-    observed = index.observed
-    return observed is None or seen_running(observed, Target.function(change.path, change.qualname))
-
-
-def _runs_only_traced(change: SymbolChange, index: LinkIndex) -> bool:
+def _recorded_paths(change: SymbolChange, index: LinkIndex) -> tuple[bool, bool] | None:
+    """(ran in the eager paths, ran in the compiled paths) per the recording; None: none."""
     observed = index.observed
     if observed is None:
-        return False
+        return None
     path, name = change.path, change.qualname
-    eager = observed.pairs_running_function(path, name)
-    return not eager and bool(observed.pairs_running_function(path, name, compiled=True))
+    eager = bool(observed.pairs_running_function(path, name))
+    return eager, bool(observed.pairs_running_function(path, name, compiled=True))
 
 
 class SymbolLinks:
@@ -479,11 +474,10 @@ class SymbolLinks:
             )
         if change.kind == ChangeKind.removed:
             return self._removed(change, label, index)
-        if (
-            change.op_list
-            and _names_known_ops(change, index)
-            and _seen_or_unrecorded(change, index)
-        ):
+        # with a recording, only a function it saw run: elsewhere its lists were never read,
+        # and the symbol's ordinary reach says so (or links it statically)
+        ran = _recorded_paths(change, index) if change.op_list else None
+        if change.op_list and _names_known_ops(change, index) and (ran is None or any(ran)):
             return _op_list_reach(change, label, index)
         templates = _templates_using(change, index)
         if templates:  # and whatever else reaches the symbol (a list can also be called on)

@@ -59,7 +59,8 @@ def op_reference(node: ast.expr) -> str | None:
 
 
 def is_op_literal(node: ast.AST) -> bool:
-    """A list, tuple or set literal of one or more op references (where it is used apart)."""
+    """A list, tuple or set literal of one or more op references (whether it is used as a
+    table is `table_uses`'s to say)."""
     return (
         isinstance(node, _SEQUENCES)
         and bool(node.elts)

@@ -13,7 +13,7 @@ kind: caught (share of the truth selected), the mutations with a miss, the selec
 of the reused instances (mean / max) and CPU seconds per select, both modes side by side;
 writes every figure as JSON under <cache>/bench-mutations/.
 
-Usage: python bench/bench_mutations.py [--quick] [--seed 0] [--kinds K,...] [--cap 10]
+Usage: python bench/bench_mutations.py [--quick] [--seed 0] [--kinds K,...] [--ids ID,...] [--cap 10]
            [--controls 2] [--cache-dir DIR] [--out FILE.json] [--no-truth]
 """
 
@@ -156,7 +156,7 @@ def _ran(observed: Any, path: str, symbol: str) -> set[Pair]:
     )
 
 
-def _mode_record(run: ModeRun, truth: set[str], single: bool) -> dict[str, Any]:
+def mode_record(run: ModeRun, truth: set[str], single: bool) -> dict[str, Any]:
     verdict = judge(truth, run.selected)
     return {
         "selected": len(run.selected.node_ids),
@@ -205,7 +205,16 @@ class Bench:
         if self.args.kinds:
             plan = {k: v for k, v in plan.items() if k in self.args.kinds}
         reached = _reached(self.observed, self.reused, self.facts)
-        return generate(self.sources, plan, self.args.seed, reached)
+        found = generate(self.sources, plan, self.args.seed, reached)
+        if self.args.ids:
+            known = {m.id for m in found}
+            missing = sorted(set(self.args.ids) - known)
+            if missing:
+                raise SystemExit(
+                    f"--ids: no mutation {missing[0]!r} in the catalog (seed {self.args.seed})"
+                )
+            found = [m for m in found if m.id in self.args.ids]
+        return found
 
     def run(self, mutations: list[Mutation], log: Any) -> None:
         pool = ThreadPoolExecutor(max_workers=1)  # the truth runs beside the selection
@@ -301,7 +310,7 @@ class Bench:
         runs: dict[str, ModeRun] = record.pop("runs")
         record["truth"] = sorted(truth)
         single = is_single_op(truth)
-        record["modes"] = {mode: _mode_record(run, truth, single) for mode, run in runs.items()}
+        record["modes"] = {mode: mode_record(run, truth, single) for mode, run in runs.items()}
 
 
 def main(argv: list[str]) -> int:
@@ -310,6 +319,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kinds", type=lambda s: s.split(","), default=None)
     parser.add_argument(
+        "--ids",
+        type=lambda s: s.split(","),
+        default=None,
+        help="only these mutations of the full catalog (meta-02,python-ref-20): re-run misses",
+    )
+    parser.add_argument(
         "--cap", type=int, default=None, help="pairs run per mutation (10; quick 6)"
     )
     parser.add_argument("--controls", type=int, default=2, help="random control pairs per mutation")
@@ -317,6 +332,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, help="results JSON (default under the cache)")
     parser.add_argument("--no-truth", action="store_true", help="selection only, no execution")
     args = parser.parse_args(argv)
+    if args.ids:
+        args.kinds = sorted({i.rsplit("-", 1)[0] for i in args.ids})
     unknown = sorted(set(args.kinds or ()) - set(FULL_PLAN))
     if unknown:
         parser.error(f"--kinds: unknown kind {unknown[0]!r} (known: {', '.join(FULL_PLAN)})")
@@ -356,7 +373,9 @@ def _report(args: argparse.Namespace, bench: Bench, wall: float) -> int:
     modes = [m for m in MODES if any(m[0] in r["modes"] for r in bench.results)]
     table = markdown(bench.results, modes)
     command = "python bench/bench_mutations.py" + (" --quick" if args.quick else "")
-    if args.kinds:
+    if args.ids:
+        command += f" --ids {','.join(args.ids)}"
+    elif args.kinds:
         command += f" --kinds {','.join(args.kinds)}"
     print(f"{command}: {len(bench.results)} mutations, seed {args.seed}, cap {args.cap} pairs, "
           f"wall {wall / 60:.1f} min")  # fmt: skip

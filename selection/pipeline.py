@@ -28,6 +28,7 @@ from selection.sources.analysis_cache import AnalysisCache
 from selection.sources.deps_artifact import BadArtifact, read_artifact
 from selection.sources.deps_store import UnusableMap, load_observed, public_version
 from selection.sources.mirror import Mirror
+from selection.sources.native_binary import release_native_calls
 from selection.sources.release_tests import (
     ReleaseTestSource,
     ReleaseTestsUnavailable,
@@ -210,6 +211,17 @@ def prepare(
     paths = changed_paths(repo, base.sha, head.sha)
     observed, deps_note = _observed(options, base, base_trees, given)
     extra.append(deps_note)
+    analysis = AnalysisCache(options.cache / "analysis.sqlite")
+    native_calls = None
+    # a release's library holds its C++ calls between ops (a wheel has no C++ source); a
+    # --diff onto a release runs that release's library
+    on_release = mode == "release" or (mode == "diff" and options.pytorch_repo is None)
+    release = head.version if on_release else ""
+    if release:
+        native_calls, calls_note = release_native_calls(
+            public_version(release), options.cache, head_trees.tree, analysis
+        )
+        extra.append(calls_note)
     request = SelectionRequest(
         base,
         head,
@@ -222,8 +234,9 @@ def prepare(
         mode,
         facts,
         observed=observed,
-        cache=AnalysisCache(options.cache / "analysis.sqlite"),
+        cache=analysis,
         unanalysed=excluded,
+        native_calls=native_calls,
     )
     return request, extra
 

@@ -28,6 +28,7 @@ from selection.upstream import ParsedTrees
 if TYPE_CHECKING:
     from selection.detect import Detector
     from selection.links.index import LinkIndex
+    from selection.links.native_calls import NativeCalls
     from selection.observed import ObservedMap
     from selection.oplists import OpDatabase
     from selection.sources.analysis_cache import AnalysisCache
@@ -51,6 +52,8 @@ class SelectionRequest:
     # C++): their hunks cannot be analysed, so their dependents are widened (detect stage)
     unanalysed: list[str] = field(default_factory=list)
     cache: AnalysisCache | None = None
+    # the C++ calls between ops of the head's release library (selection.links.native_calls)
+    native_calls: NativeCalls | None = None
 
 
 @dataclass
@@ -145,5 +148,6 @@ class PipelineState:
                 request.facts,
                 request.observed,
                 request.cache,
+                request.native_calls,
             )
         return self.links

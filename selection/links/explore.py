@@ -4,7 +4,7 @@ over parsed trees.
 Roots are the OpInfo/ModuleInfo entries and the reused test templates. From each node the
 edges of every link kind are added (calls, an entry's arguments, its default callables, the
 ATen ops it dispatches to, the PythonRefInfo relation, registrations of Python kernels for
-an ATen op, the ops a backward formula calls) and the nodes they lead to explored in turn.
+an ATen op, the ops a backward formula calls, the ops an op's C++ kernels call) and the nodes they lead to explored in turn.
 Modules are parsed when first reached, so only code the tests can reach is read; a package
 collapsed as a subsystem (`selection.links.subsystems`) is one node, never parsed.
 """
@@ -21,6 +21,8 @@ from selection.links.derivatives import Derived, derivative_uses
 from selection.links.dispatch import dispatch_uses
 from selection.links.entry_arguments import argument_uses, entry_target
 from selection.links.graph import LinkGraph
+from selection.links.native_calls import KIND as NATIVE_CALL
+from selection.links.native_calls import NativeCalls
 from selection.links.python_refs import python_ref_uses
 from selection.links.registrations import inferred_op, is_registration_module
 from selection.links.subsystems import is_other_device_package, subsystem_of
@@ -62,8 +64,10 @@ class Explorer:
         universe: Universe,
         lowered_to: dict[str, tuple[str, ...]] | None = None,
         cache: AnalysisCache | None = None,
+        native_calls: NativeCalls | None = None,
     ) -> None:
         self.cache = cache
+        self.native_calls = native_calls
         self.trees, self.db, self.universe = trees, db, universe
         self.lowered_to = lowered_to or {}
         self.names = ModuleNames([*trees.tree.list("torch"), *trees.tree.list("test")])
@@ -243,3 +247,8 @@ class Explorer:
             yield target, "registration", step
         for target, step in self.derived().get(node.aten_base, ()):
             yield target, "derivative", step
+        if self.native_calls is not None:
+            for called, step in self.native_calls.kernels.get(node.aten_base, ()):
+                yield Target.aten(called), NATIVE_CALL, step
+            for called, step in self.native_calls.formulas.get(node.aten_base, ()):
+                yield Target.aten(called), "derivative", step

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from selection.links.base import Target
     from selection.links.explore import Explorer
     from selection.links.graph import Edge, LinkGraph
+    from selection.links.native_calls import NativeCalls
     from selection.model import TestInstance
     from selection.observed import ObservedMap, Pair
     from selection.oplists import OpDatabase
@@ -35,6 +36,7 @@ class LinkIndex:
     facts: DeviceFacts
     observed: ObservedMap | None = None
     cache: AnalysisCache | None = None
+    native_calls: NativeCalls | None = None  # the head release's C++ calls between ops
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def memo(self, key: str, build: Callable[[], T]) -> T:
@@ -67,6 +69,7 @@ class LinkIndex:
                 self.universe,
                 {k: tuple(v) for k, v in lowered.items()},
                 self.cache,
+                self.native_calls,
             )
             explorer.build(per_test_methods(explorer.summary))
             return explorer

@@ -1,0 +1,175 @@
+"""Which ATen ops a C++ function of a release library calls through the dispatcher. Pure.
+
+The graph (selection.cpp.elf reads it) has one node per function of the library, named by
+its mangled symbol, plus one per imported symbol (PLT stub); an edge is a direct call.
+A call through the dispatcher is a call of `at::_ops::<op>::call` (or `::redispatch`),
+where `<op>` is the overload with `.` spelled `_` (`at::_ops::squeeze_dim::call` is
+`squeeze.dim`): what `at::squeeze(t, 1)` and `t.squeeze(1)` compile to once inlined.
+
+From a kernel, helpers are followed up to `MAX_DEPTH` calls deep, but only in ATen's own
+namespaces (`HELPER_NAMESPACES`: `at::native`, `at::meta`, the generated per-key wrappers,
+anonymous namespaces, the autograd formulas' helpers): TensorIterator, c10 and the standard
+library call no ops of their own worth a link, and following them would join unrelated
+kernels through shared utilities.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+MAX_DEPTH = 3
+MAX_VISITED = 400  # functions visited from one root: bounds a pathological call tree
+HELPER_NAMESPACES: tuple[tuple[str, ...], ...] = (
+    ("at", "native"),
+    ("at", "meta"),
+    ("at", "_GLOBAL__N_1"),
+    ("at", "compositeimplicitautograd"),
+    ("at", "compositeexplicitautograd"),
+    ("at", "compositeexplicitautogradnonfunctional"),
+    ("torch", "autograd", "generated", "details"),
+)
+_LENGTH = re.compile(rb"\d+")
+_QUALIFIERS = b"rVKL"  # cv-qualifiers and GCC's internal-linkage marker before a name
+
+
+def qualified_name(mangled: bytes) -> tuple[str, ...]:
+    """The leading name components of an Itanium-mangled symbol, up to its first template
+    argument list, constructor, substitution or parameter list:
+    `_ZN2at6native10avg_pool1dERKNS_6TensorE...` -> ("at", "native", "avg_pool1d");
+    `_ZL6helperv` -> ("helper",); a C name (`memcpy`) -> ("memcpy",)."""
+    if not mangled.startswith(b"_Z"):
+        return (mangled.decode(errors="replace"),)
+    nested = mangled.startswith(b"_ZN")
+    at = 3 if nested else 2
+    parts: list[str] = []
+    while at < len(mangled):
+        if mangled[at] in _QUALIFIERS:
+            at += 1
+            continue
+        found = _LENGTH.match(mangled, at)
+        if found is None:
+            break
+        length, at = int(found.group()), found.end()
+        parts.append(mangled[at : at + length].decode(errors="replace"))
+        at += length
+        if not nested:
+            break
+    return tuple(parts)
+
+
+def op_struct(name: tuple[str, ...]) -> str | None:
+    """`at::_ops::<struct>::call` / `::redispatch` -> the struct (`squeeze_dim`), else None."""
+    if len(name) == 4 and name[:2] == ("at", "_ops") and name[3] in ("call", "redispatch"):
+        return name[2]
+    return None
+
+
+def is_helper(name: tuple[str, ...]) -> bool:
+    return any(name[: len(space)] == space for space in HELPER_NAMESPACES)
+
+
+@dataclass
+class CallGraph:
+    """Functions (then imported symbols) by id, and the direct calls between them (CSR)."""
+
+    source: str
+    names: list[bytes]  # mangled, by id
+    offsets: npt.NDArray[np.int64]  # callees of id i: targets[offsets[i]:offsets[i + 1]]
+    targets: npt.NDArray[np.int64]
+    functions: int  # ids below are defined here; from it on, imports (PLT stubs)
+    _qualified: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    _by_name: dict[tuple[str, ...], list[int]] | None = field(default=None, repr=False)
+    _by_mangled: dict[bytes, list[int]] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_edges(
+        cls,
+        source: str,
+        names: list[bytes],
+        callers: npt.NDArray[np.int64],
+        callees: npt.NDArray[np.int64],
+        functions: int,
+    ) -> CallGraph:
+        order = np.argsort(callers, kind="stable")
+        callers, callees = callers[order], callees[order]
+        offsets = np.searchsorted(callers, np.arange(len(names) + 1)).astype(np.int64)
+        return cls(source, names, offsets, callees.astype(np.int64), functions)
+
+    @property
+    def edges(self) -> int:
+        return len(self.targets)
+
+    def qualified(self, node: int) -> tuple[str, ...]:
+        found = self._qualified.get(node)
+        if found is None:
+            found = self._qualified[node] = qualified_name(self.names[node])
+        return found
+
+    def defined(self, name: tuple[str, ...]) -> list[int]:
+        """The functions of this qualified name (every overload, every `.cold`/`.isra`
+        clone), among ATen's helper namespaces."""
+        if self._by_name is None:
+            index: dict[tuple[str, ...], list[int]] = {}
+            for node in range(self.functions):
+                if self.names[node].startswith((b"_ZN2at", b"_ZN5torch8autograd")):
+                    qualified = self.qualified(node)
+                    if is_helper(qualified):
+                        index.setdefault(qualified, []).append(node)
+            self._by_name = index
+        return self._by_name.get(name, [])
+
+    def callees(self, node: int) -> Iterable[int]:
+        """What `node` calls; a call of an import resolves to this library's definitions of
+        that exact symbol (a call of an exported function goes through the PLT)."""
+        for target in self.targets[self.offsets[node] : self.offsets[node + 1]].tolist():
+            if target < self.functions:
+                yield target
+                continue
+            local = self._mangled().get(self.names[target])
+            if local:
+                yield from local
+            else:
+                yield target
+
+    def _mangled(self) -> dict[bytes, list[int]]:
+        if self._by_mangled is None:
+            index: dict[bytes, list[int]] = {}
+            for node in range(self.functions):
+                index.setdefault(self.names[node], []).append(node)
+            self._by_mangled = index
+        return self._by_mangled
+
+
+@dataclass(frozen=True)
+class OpCall:
+    struct: str  # at::_ops struct: "avg_pool2d", "squeeze_dim"
+    via: tuple[str, ...]  # the helpers between the root and the call ("" components joined)
+
+
+def ops_called(graph: CallGraph, roots: Sequence[int]) -> list[OpCall]:
+    """The ops `roots` (one C++ function's definitions) call, directly or through helpers of
+    ATen's namespaces at most MAX_DEPTH calls deep, each with the shortest helper chain (a
+    root's own clones, `.cold` parts, are not helpers of the chain)."""
+    own = {graph.qualified(root) for root in roots}
+    found: dict[str, OpCall] = {}
+    seen = set(roots)
+    queue: deque[tuple[int, tuple[str, ...]]] = deque((root, ()) for root in roots)
+    visited = 0
+    while queue and visited < MAX_VISITED:
+        node, via = queue.popleft()
+        visited += 1
+        for callee in graph.callees(node):
+            name = graph.qualified(callee)
+            struct = op_struct(name)
+            if struct is not None:
+                found.setdefault(struct, OpCall(struct, via))
+            elif callee not in seen and len(via) < MAX_DEPTH and is_helper(name):
+                seen.add(callee)
+                queue.append((callee, via if name in own else (*via, "::".join(name))))
+    return list(found.values())

@@ -1,0 +1,241 @@
+"""The C++ calls between ATen ops, read from a release's libtorch_cpu.so (link kind
+`native-call`, selection.links.native_calls).
+
+The library is the installed torch 2.13.0's own (a real release binary); the release-mode
+runs put it into wheels built from an upstream-shaped repository, so `--from 9.1 --to 9.2`
+reads it as it reads a real wheel's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import git
+import pytest
+import torch
+
+from selection.cpp.binary_calls import CallGraph, ops_called, qualified_name
+from selection.cpp.elf import ElfError, read_call_graph
+from selection.cpp.native_index import FormulaIndex, build_formula_index, build_native_index
+from selection.links.native_calls import LIBRARY, native_call_uses
+from selection.pipeline import SelectOptions, prepare, run_pipeline
+from selection.sources.release_tests import ReleaseTestSource
+from selection.state import PipelineState
+from tests.support.observed_runs import linked_ops, manifest_file
+from tests.support.upstream_library import add_library
+from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
+
+INSTALLED = Path(os.path.dirname(torch.__file__)) / "lib" / "libtorch_cpu.so"
+VERSIONS = ["9.1.0", "9.2.0"]
+DECOMPOSITIONS = "torch/_decomp/decompositions.py"
+HARDTANH_DECOMPOSITION = """
+
+@register_decomposition(aten.hardtanh.default)
+def hardtanh(a, min_val=-1.0, max_val=1.0):
+    return torch.clamp(a, min_val, max_val)
+"""
+
+
+@pytest.fixture(scope="module")
+def library() -> CallGraph:
+    return read_call_graph(INSTALLED)
+
+
+def test_mangled_names_are_read_up_to_their_parameters() -> None:
+    assert qualified_name(b"_ZN2at6native10avg_pool1dERKNS_6TensorEN3c108ArrayRefIlEE") == (
+        "at",
+        "native",
+        "avg_pool1d",
+    )
+    assert qualified_name(b"_ZN2at4_ops10avg_pool2d4callERKNS_6TensorE") == (
+        "at",
+        "_ops",
+        "avg_pool2d",
+        "call",
+    )
+    assert qualified_name(b"_ZN2at6nativeL7check1dEPKcS2_N3c108ArrayRefIlEE.isra.0") == (
+        "at",
+        "native",
+        "check1d",
+    )
+    assert qualified_name(b"_ZL6helperv") == ("helper",)
+    assert qualified_name(b"memcpy") == ("memcpy",)
+
+
+def test_a_composite_kernel_calls_ops_through_the_dispatcher(library: CallGraph) -> None:
+    """at::native::avg_pool1d unsqueezes, calls avg_pool2d and squeezes (the PLT calls of
+    at::_ops::*::call); at::native::chunk calls split or split_with_sizes."""
+    pool = {c.struct for c in ops_called(library, library.defined(("at", "native", "avg_pool1d")))}
+    assert {"avg_pool2d", "unsqueeze", "squeeze_dim"} <= pool
+    chunk = {c.struct for c in ops_called(library, library.defined(("at", "native", "chunk")))}
+    assert "split_with_sizes" in chunk
+
+
+def test_helpers_in_atens_namespaces_are_followed_with_the_chain(library: CallGraph) -> None:
+    """take_along_dim calls gather itself and view through its anonymous-namespace helper."""
+    calls = ops_called(library, library.defined(("at", "native", "take_along_dim")))
+    by_struct = {c.struct: c.via for c in calls}
+    assert by_struct["gather"] == ()
+    assert any("_take_along_dim_helper" in step for via in by_struct.values() for step in via)
+
+
+NATIVE = """
+- func: hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=Mean) -> Tensor
+{dispatch}
+- func: clamp_min(Tensor self, Scalar min) -> Tensor
+  dispatch:
+    CPU: clamp_min
+
+- func: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+  dispatch:
+    CPU: where
+"""
+
+
+def _calls(library: CallGraph, dispatch: str) -> dict[str, list[str]]:
+    text = NATIVE.replace("{dispatch}", dispatch)
+    native = build_native_index(text, "native_functions.yaml")
+    overloads = ["hinge_embedding_loss", "clamp_min", "where.self"]
+    calls = native_call_uses(library, native, FormulaIndex(), overloads, "installed")
+    return {op: [called for called, _ in found] for op, found in calls.kernels.items()}
+
+
+def test_only_kernels_that_run_where_the_op_is_traced_count(library: CallGraph) -> None:
+    """hinge_embedding_loss's composite kernel calls clamp_min and where: edges to the ops
+    native_functions.yaml has; as a CPU kernel the same code runs only eagerly, in C++."""
+    composite = _calls(library, "")
+    assert composite == {"hinge_embedding_loss": ["clamp_min", "where"]}
+    explicit = _calls(library, "  dispatch:\n    CompositeExplicitAutograd: hinge_embedding_loss\n")
+    assert explicit == composite
+    assert _calls(library, "  dispatch:\n    CPU: hinge_embedding_loss\n") == {}
+
+
+def test_a_formula_helper_links_the_op_to_what_the_helper_calls(library: CallGraph) -> None:
+    native_text = """
+- func: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
+  dispatch:
+    CPU: pow
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  dispatch:
+    CPU: mul
+"""
+    formulas = build_formula_index(
+        "- name: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor\n"
+        "  self: pow_backward(grad, self, exponent)\n",
+        "derivatives.yaml",
+    )
+    native = build_native_index(native_text, "native_functions.yaml")
+    calls = native_call_uses(library, native, formulas, ["pow.Tensor_Scalar", "mul.Tensor"], "x")
+    [(called, step)] = calls.formulas["pow"]
+    assert called == "mul"
+    assert "pow_backward" in step.how and "at::_ops::mul_" in step.how
+    assert calls.kernels == {}
+
+
+def test_a_file_that_is_not_an_elf_library_is_refused_with_its_name(tmp_path: Path) -> None:
+    text = tmp_path / "libtorch_cpu.so"
+    text.write_text("not a library\n")
+    with pytest.raises(ElfError, match=r"libtorch_cpu\.so: not a 64-bit little-endian ELF"):
+        read_call_graph(text)
+    truncated = tmp_path / "truncated.so"
+    truncated.write_bytes(INSTALLED.read_bytes()[:4096])
+    with pytest.raises(ElfError, match=r"truncated\.so: truncated"):
+        read_call_graph(truncated)
+
+
+# -- release mode: wheels holding the library ------------------------------------------------
+
+
+def _wheel(cache: Path, repo: git.Repo, tag: str, version: str, with_library: bool) -> None:
+    directory = cache / "wheels" / f"torch-{version}"
+    directory.mkdir(parents=True)
+    wheel = directory / f"torch-{version}-py3-none-any.whl"
+    commit = repo.commit(tag)
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for item in commit.tree.traverse():
+            path = str(item.path)  # type: ignore[union-attr]
+            wanted = path.startswith(("torch/", "torchgen/")) and path != "torch/version.py"
+            if isinstance(item, git.Blob) and wanted:
+                archive.writestr(path, item.data_stream.read())
+        archive.writestr(
+            "torch/version.py", f"__version__ = '{version}'\ngit_version = '{commit.hexsha}'\n"
+        )
+        if with_library:  # stored: the real library, 430 MB, is not worth deflating here
+            archive.write(INSTALLED, LIBRARY, compress_type=zipfile.ZIP_STORED)
+    (directory / "complete.json").write_text(
+        json.dumps({"file": wheel.name, "size": wheel.stat().st_size})
+    )
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[UpstreamRepo, Path]:
+    """9.1.0 decomposes hardtanh in Python; 9.2.0 changes that decomposition. relu6's
+    OpInfo reaches hardtanh only through relu6's C++ composite kernel (the Python
+    `F.relu6` calls `F.hardtanh`, which clamps)."""
+    upstream = build_upstream(tmp_path_factory.mktemp("remote") / "pytorch")
+    _, manifest_text = add_library(upstream, MANIFEST)
+    exp = "\n\n@register_decomposition([aten.exp"
+    upstream.edit(DECOMPOSITIONS, exp, HARDTANH_DECOMPOSITION + exp)
+    upstream.commit("hardtanh's decomposition")
+    upstream.repo.create_tag("v9.1.0", force=True)  # the base release, with the library
+    upstream.edit(DECOMPOSITIONS, "clamp(a, min_val, max_val)", "clamp(a, max_val, min_val)")
+    upstream.commit("hardtanh's bounds swapped")
+    upstream.repo.create_tag("v9.2.0")
+    manifests = manifest_file(tmp_path_factory.mktemp("manifests"), manifest_text)
+    return upstream, manifests
+
+
+def _select(cache: Path, manifest: Path) -> PipelineState:
+    options = SelectOptions(
+        from_="9.1",
+        to="9.2",
+        manifests=[manifest],
+        cache=cache,
+        deps="none",
+        available_versions=lambda: list(VERSIONS),
+        tests=ReleaseTestSource(None),
+    )
+    request, notes = prepare(options)
+    state = run_pipeline(request)
+    state.notes.extend(notes)
+    return state
+
+
+def test_a_decomposition_change_reaches_the_op_whose_composite_kernel_calls_it(
+    releases: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    upstream, manifest = releases
+    cache = tmp_path / "cache"
+    for version in VERSIONS:
+        _wheel(cache, upstream.repo, f"v{version}", version, with_library=True)
+    state = _select(cache, manifest)
+    relu6 = [
+        c
+        for c in state.candidates.values()
+        if c.instance.op == "nn.functional.relu6" and c.instance.template == "test_fake"
+    ]
+    assert relu6, "relu6's traced instances are reached through its C++ kernel"
+    evidence = " | ".join(step for cause in relu6[0].causes for step in cause.evidence)
+    assert "at::native::relu6" in evidence and "at::_ops::hardtanh::call" in evidence
+    assert not any(
+        c.instance.op == "nn.functional.relu6" and c.instance.template == "test_out"
+        for c in state.candidates.values()
+    ), "an eager template runs the C++ kernel, not the decomposition"
+    assert any("C++ calls between ops from torch/lib/libtorch_cpu.so" in n for n in state.notes)
+    assert not [p for p in cache.iterdir() if p.name.startswith("libtorch-")]  # scratch removed
+
+
+def test_without_the_library_the_run_says_why_and_goes_on(
+    releases: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    upstream, manifest = releases
+    cache = tmp_path / "cache"
+    for version in VERSIONS:
+        _wheel(cache, upstream.repo, f"v{version}", version, with_library=False)
+    state = _select(cache, manifest)
+    [note] = [n for n in state.notes if "C++ calls between ops not read" in n]
+    assert LIBRARY in note and "\n" not in note
+    assert ("nn.functional.relu6", "float16") not in linked_ops(state)

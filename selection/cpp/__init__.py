@@ -12,4 +12,8 @@
 - `native_index`, `corpus`, `reach`: from changed definitions to ATen ops through callers,
   native_functions.yaml and derivatives.yaml; used by the link kind selection.links.cpp.
 - `blind_spot`: what release mode (wheels, no C++) cannot see, counted.
+- `binary_calls`: which ATen ops a kernel of a release's `libtorch_cpu.so` calls through
+  the dispatcher, over the call graph selection.sources.elf reads;
+  `source_calls`: the same read from a clone's source. Both serve the link kind
+  selection.links.native_calls.
 """

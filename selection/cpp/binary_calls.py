@@ -1,6 +1,6 @@
 """Which ATen ops a C++ function of a release library calls through the dispatcher. Pure.
 
-The graph (selection.cpp.elf reads it) has one node per function of the library, named by
+The graph (selection.sources.elf reads it) has one node per function of the library, named by
 its mangled symbol, plus one per imported symbol (PLT stub); an edge is a direct call.
 A call through the dispatcher is a call of `at::_ops::<op>::call` (or `::redispatch`),
 where `<op>` is the overload with `.` spelled `_` (`at::_ops::squeeze_dim::call` is
@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
+from selection.links.native_calls import META_FUNC, Called, Definition
 
 MAX_DEPTH = 3
 MAX_VISITED = 400  # functions visited from one root: bounds a pathological call tree
@@ -173,3 +175,44 @@ def ops_called(graph: CallGraph, roots: Sequence[int]) -> list[OpCall]:
                 seen.add(callee)
                 queue.append((callee, via if name in own else (*via, "::".join(name))))
     return list(found.values())
+
+
+FORMULA_HELPERS = (("torch", "autograd", "generated", "details"), ("at", "native"))
+
+
+class BinaryCode:
+    """`KernelCode` (selection.links.native_calls) over a release library's call graph: a
+    kernel `k` is `at::native::k` or the structured `at::native::structured_k::impl`, a
+    TORCH_META_FUNC `add.Tensor` is `at::meta::structured_add_Tensor::meta`, a formula
+    helper lives in `torch::autograd::generated::details` (FunctionsManual) or `at::native`."""
+
+    def __init__(self, graph: CallGraph, ops: Iterable[str], source: str, path: str) -> None:
+        self.graph, self.source, self.path = graph, source, path
+        # `at::_ops` struct -> overload: `squeeze_dim` -> `squeeze.dim`, `add__Tensor` -> `add_.Tensor`
+        self.structs = {op.replace(".", "_"): op for op in ops}
+
+    def kernel(self, kernel: str, key: str) -> list[Definition]:
+        names: list[tuple[str, ...]]
+        if key == META_FUNC:
+            names = [("at", "meta", f"structured_{kernel.replace('.', '_')}", "meta")]
+        else:
+            names = [("at", "native", kernel), ("at", "native", f"structured_{kernel}", "impl")]
+        return [d for name in names if (d := self._definition(name)) is not None]
+
+    def helper(self, name: str) -> list[Definition]:
+        for space in FORMULA_HELPERS:
+            found = self._definition((*space, name))
+            if found is not None:
+                return [found]
+        return []
+
+    def _definition(self, name: tuple[str, ...]) -> Definition | None:
+        nodes = self.graph.defined(name)
+        if not nodes:
+            return None
+        calls = [
+            Called(self.structs[c.struct], f"at::_ops::{c.struct}::call", c.via)
+            for c in ops_called(self.graph, nodes)
+            if c.struct in self.structs
+        ]
+        return Definition(self.path, "::".join(name), tuple(calls))

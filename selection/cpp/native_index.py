@@ -53,6 +53,7 @@ class NativeIndex:
     metas: dict[str, list[KernelUse]] = field(default_factory=dict)
     entries: int = 0
     op_api: frozenset[str] = frozenset()  # C++ API names of the ops (`at::add`, `at::add_out`)
+    overloads: frozenset[str] = frozenset()  # every entry: `add.Tensor`, `abs`
 
 
 @dataclass
@@ -84,7 +85,9 @@ def build_native_index(text: str, path: str) -> NativeIndex:
     entries = parse_entries(text, path)
     bases = {op.split(".", 1)[0] for op in entries}
     api = {f"{b}{suffix}" for b in bases for suffix in ("", "_out", "_outf", "_symint")}
-    index = NativeIndex(path=path, entries=len(entries), op_api=frozenset(api))
+    index = NativeIndex(
+        path=path, entries=len(entries), op_api=frozenset(api), overloads=frozenset(entries)
+    )
     groups: dict[str, list[str]] = {}  # structured out overload -> every overload using it
     for op, entry in entries.items():
         delegate = entry.get("structured_delegate")

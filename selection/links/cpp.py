@@ -18,6 +18,7 @@ tree on first use and memoized on the LinkIndex.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -36,8 +37,10 @@ from selection.cpp.native_index import (
 )
 from selection.cpp.reach import MAX_VISITED, reach_ops
 from selection.cpp.scan import definitions_by_scan
+from selection.cpp.source_calls import SourceCode
 from selection.links.base import Link, Outcome, Target
 from selection.links.index import LinkIndex
+from selection.links.native_calls import NativeCalls, native_call_uses
 from selection.model import ChangeKind, CppChange
 from selection.native_yaml import NativeYamlError
 
@@ -115,6 +118,35 @@ def in_scope_aten(index: LinkIndex) -> set[str]:
         if any(op in ops for op in lowered_from):
             names.add(aten)
     return names
+
+
+def head_native_calls(index: LinkIndex) -> NativeCalls | None:
+    """The C++ calls between ops (selection.links.native_calls) of the head: a release's,
+    read from its library by the pipeline (`index.native_calls`); a clone's, read here from
+    its C++ source (kept in the analysis cache under the files' blob ids); None for neither."""
+    if index.native_calls is not None:
+        return index.native_calls
+    if index.head.tree.read(NATIVE_FUNCTIONS_PATHS[0]) is None:
+        return None  # no clone: a release mirror has no C++ source
+    indexes = cpp_indexes(index)
+    if indexes.native is None:
+        return None
+    corpus = cpp_corpus(index)
+    tree = index.head.tree
+    ids = hashlib.sha256()
+    for path in [*corpus.paths(), NATIVE_FUNCTIONS_PATHS[0], DERIVATIVES_PATHS[0]]:
+        ids.update(f"{path}\0{tree.content_id(path)}\0".encode())
+    cache = index.cache
+    key = cache.key("native-calls-source", ids.hexdigest()) if cache is not None else ""
+    cached = cache.get(key) if cache is not None else None
+    if isinstance(cached, NativeCalls):
+        return cached
+    ops = indexes.native.overloads
+    code = SourceCode(corpus, set(ops), "the head's C++ source (aten/src/ATen/native)")
+    found = native_call_uses(code, indexes.native, indexes.formulas, ops)
+    if cache is not None:
+        cache.put(key, found)
+    return found
 
 
 def release_cpp_blind_spot(index: LinkIndex) -> CppBlindSpot | None:

@@ -55,6 +55,7 @@ class LinkIndex:
 
     @property
     def explorer(self) -> Explorer:
+        from selection.links.cpp import head_native_calls
         from selection.links.explore import Explorer
         from selection.links.lifecycle import per_test_methods
 
@@ -69,7 +70,7 @@ class LinkIndex:
                 self.universe,
                 {k: tuple(v) for k, v in lowered.items()},
                 self.cache,
-                self.native_calls,
+                head_native_calls(self),
             )
             explorer.build(per_test_methods(explorer.summary))
             return explorer

@@ -2,7 +2,7 @@
 library. Pure.
 
 A wheel has no C++ source, but `torch/lib/libtorch_cpu.so` holds the compiled kernels with
-their symbols (selection.cpp.elf, selection.cpp.binary_calls). `avg_pool1d` has no kernel
+their symbols (selection.sources.elf, selection.cpp.binary_calls). `avg_pool1d` has no kernel
 of its own in native_functions.yaml: its `CompositeImplicitAutograd` kernel
 `at::native::avg_pool1d` calls `at::_ops::avg_pool2d::call`, so tracing avg_pool1d runs
 avg_pool2d's meta kernel and decomposition. This edge, aten::avg_pool1d -> aten::avg_pool2d,
@@ -17,17 +17,24 @@ derivatives.yaml formula calls that are not ops (`pow_backward`, in FunctionsMan
 the ops they call are edges of kind `derivative` (gradient-only), as the formula's own calls
 of ops are.
 
-What the library cannot tell: calls through function pointers and virtual calls (dispatch
-stubs, TensorIterator loops) and inlined helpers (their op calls count for the caller, which
-is right). An overloaded kernel name counts every overload's calls.
+Where the calls come from (`KernelCode`, one contract, two readers):
+- a release (release mode, or a `--diff` onto one): its wheel's library, read by
+  selection.cpp.binary_calls (`BinaryCode`). It cannot tell calls through function pointers
+  and virtual calls (dispatch stubs, TensorIterator loops); inlined helpers' op calls count
+  for the caller, which is right;
+- a clone (range and PR modes): the C++ source of `aten/src/ATen/native/` and
+  FunctionsManual.cpp, read by selection.cpp.source_calls (`SourceCode`): `at::f(...)` and
+  `x.f(...)` calls of an op's API, in the kernel and in the helpers of its file it calls.
+An overloaded kernel name counts every overload's calls; the graph's nodes are ops by base
+name, so a call of any overload links the op.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
-from selection.cpp.binary_calls import CallGraph, OpCall, ops_called
 from selection.cpp.native_index import IMPLICIT_KEY, FormulaIndex, NativeIndex
 from selection.links.base import Step
 
@@ -41,18 +48,47 @@ TRACED_KEYS = frozenset(
         "Meta",
     }
 )
-FORMULA_HELPERS = (("torch", "autograd", "generated", "details"), ("at", "native"))
+META_FUNC = "Meta (structured)"  # a TORCH_META_FUNC: the kernel is the meta's name
 
 Calls = dict[str, tuple[tuple[str, Step], ...]]  # op (base) -> (called op (base), evidence)
 
 
 @dataclass(frozen=True)
+class Called:
+    op: str  # the op called: an overload (`squeeze.dim`) or a base name (`squeeze`)
+    api: str  # how: `at::_ops::squeeze_dim::call`, `at::squeeze(`, `.squeeze(`
+    via: tuple[str, ...] = ()  # the helpers between the definition and the call
+
+
+@dataclass(frozen=True)
+class Definition:
+    path: str  # where it is: the library, or the C++ file
+    symbol: str  # `at::native::avg_pool1d`
+    calls: tuple[Called, ...]
+
+
+class KernelCode(Protocol):
+    """The C++ a native_functions.yaml kernel name or a formula helper name stands for."""
+
+    source: str  # what was read, for the run's notes
+
+    def kernel(self, kernel: str, key: str) -> list[Definition]:
+        """The definitions of a kernel (`key` tells a TORCH_META_FUNC, META_FUNC, from the
+        rest), with the ops each calls."""
+        ...
+
+    def helper(self, name: str) -> list[Definition]:
+        """The definitions of a function a derivatives.yaml formula calls that is no op."""
+        ...
+
+
+@dataclass(frozen=True)
 class NativeCalls:
-    source: str  # what was read: "torch/lib/libtorch_cpu.so of torch 2.13.0 (wheel ...)"
+    source: str  # what was read: "torch/lib/libtorch_cpu.so of torch 2.13.0"
     kernels: Calls  # kind native-call
     formulas: Calls  # kind derivative: through a formula's C++ helpers
-    kernels_read: int  # kernels found in the library
-    helpers_read: int  # formula helpers found in the library
+    kernels_read: int  # kernels found
+    helpers_read: int  # formula helpers found
 
     def describe(self) -> str:
         edges = sum(len(v) for v in self.kernels.values())
@@ -64,45 +100,23 @@ class NativeCalls:
         )
 
 
-def op_structs(overloads: Iterable[str]) -> dict[str, str]:
-    """`at::_ops` struct name -> overload (`squeeze_dim` -> `squeeze.dim`, `add__Tensor` ->
-    `add_.Tensor`), over native_functions.yaml's overloads."""
-    return {overload.replace(".", "_"): overload for overload in overloads}
-
-
-def _kernel_symbols(kernel: str, key: str) -> list[tuple[str, ...]]:
-    """Where torchgen's conventions put a kernel named in native_functions.yaml."""
-    if key == "Meta (structured)":
-        return [("at", "meta", f"structured_{kernel}", "meta")]
-    return [("at", "native", kernel), ("at", "native", f"structured_{kernel}", "impl")]
-
-
 def native_call_uses(
-    graph: CallGraph,
-    native: NativeIndex,
-    formulas: FormulaIndex,
-    overloads: Collection[str],
-    source: str,
+    code: KernelCode, native: NativeIndex, formulas: FormulaIndex, ops: Collection[str]
 ) -> NativeCalls:
-    structs = op_structs(overloads)
+    """The edges, over the ops of native_functions.yaml (`ops`: overloads or base names)."""
+    bases = {op.split(".", 1)[0] for op in ops}
     kernels: dict[str, dict[str, Step]] = {}
     read = 0
-    for kernel, key, ops in _traced_kernels(native):
-        for symbol in _kernel_symbols(kernel, key):
-            nodes = graph.defined(symbol)
-            if not nodes:
-                continue
+    for kernel, key, users in _traced_kernels(native):
+        for definition in code.kernel(kernel, key):
             read += 1
-            name = "::".join(symbol)
-            for call in ops_called(graph, nodes):
-                called = structs.get(call.struct)
-                if called is None:
-                    continue
-                for op in ops:
-                    how = f"{key} kernel of {op} calls {_api(call)}{_through(call)}"
-                    _add(kernels, op, called, Step(LIBRARY, name, how))
-    grads, helpers = _formula_helper_calls(graph, formulas, structs, set(overloads))
-    return NativeCalls(source, _frozen(kernels), _frozen(grads), read, helpers)
+            for call in definition.calls:
+                for user in users:
+                    how = f"{key} kernel of {user} calls {call.api}{_through(call)}"
+                    step = Step(definition.path, definition.symbol, how)
+                    _add(kernels, user, call.op, bases, step)
+    grads, helpers = _formula_helper_calls(code, formulas, bases)
+    return NativeCalls(code.source, _frozen(kernels), _frozen(grads), read, helpers)
 
 
 def _traced_kernels(native: NativeIndex) -> Iterable[tuple[str, str, list[str]]]:
@@ -112,52 +126,41 @@ def _traced_kernels(native: NativeIndex) -> Iterable[tuple[str, str, list[str]]]
         for use in uses:
             if use.key in TRACED_KEYS:
                 by_key.setdefault(use.key, []).append(use.op)
-        for key, ops in by_key.items():
-            yield kernel, key, ops
+        for key, users in by_key.items():
+            yield kernel, key, users
     for meta, uses in native.metas.items():
-        yield meta.replace(".", "_"), "Meta (structured)", [use.op for use in uses]
+        yield meta, META_FUNC, [use.op for use in uses]
 
 
 def _formula_helper_calls(
-    graph: CallGraph, formulas: FormulaIndex, structs: dict[str, str], ops: set[str]
+    code: KernelCode, formulas: FormulaIndex, bases: set[str]
 ) -> tuple[dict[str, dict[str, Step]], int]:
     found: dict[str, dict[str, Step]] = {}
     helpers = 0
-    bases = {op.split(".", 1)[0] for op in ops}
     for helper, users in formulas.calls.items():
-        if helper in bases or helper.removesuffix("_symint") in bases:
+        if helper.removesuffix("_symint") in bases:
             continue  # an op: the derivative link kind's own edge
-        for space in FORMULA_HELPERS:
-            nodes = graph.defined((*space, helper))
-            if not nodes:
-                continue
+        for definition in code.helper(helper):
             helpers += 1
-            symbol = "::".join((*space, helper))
-            for call in ops_called(graph, nodes):
-                called = structs.get(call.struct)
-                if called is None:
-                    continue
+            for call in definition.calls:
                 for user in users:
                     how = (
-                        f"its backward formula calls {helper} ({LIBRARY}: {symbol} calls "
-                        f"{_api(call)}{_through(call)})"
+                        f"its backward formula calls {helper} ({definition.path}: "
+                        f"{definition.symbol} calls {call.api}{_through(call)})"
                     )
-                    _add(found, user, called, Step(formulas.path, user, how))
-            break
+                    _add(found, user, call.op, bases, Step(formulas.path, user, how))
     return found, helpers
 
 
-def _api(call: OpCall) -> str:
-    return f"at::_ops::{call.struct}::call"
-
-
-def _through(call: OpCall) -> str:
+def _through(call: Called) -> str:
     return f" through {' -> '.join(call.via)}" if call.via else ""
 
 
-def _add(table: dict[str, dict[str, Step]], user: str, called: str, step: Step) -> None:
+def _add(
+    table: dict[str, dict[str, Step]], user: str, called: str, bases: set[str], step: Step
+) -> None:
     base, called_base = user.split(".", 1)[0], called.split(".", 1)[0]
-    if base != called_base:
+    if base != called_base and called_base in bases:
         table.setdefault(base, {}).setdefault(called_base, step)
 
 

@@ -1,7 +1,7 @@
 """The C++ calls between ATen ops of a release, read from its cached wheel's
 `torch/lib/libtorch_cpu.so` (selection.links.native_calls says what they are for).
 
-The library (430 MB) is extracted next to the cache, read (selection.cpp.elf: a few seconds
+The library (430 MB) is extracted next to the cache, read (selection.sources.elf: a few seconds
 of CPU) and deleted; the result is small and kept in the analysis cache under the wheel's
 name and size and the content of the head's native_functions.yaml and derivatives.yaml, so
 a warm run reads nothing. Anything unreadable -- no cached wheel, a library that is not the
@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from selection.cpp.elf import ElfError, read_call_graph
+from selection.cpp.binary_calls import BinaryCode
 from selection.cpp.native_index import (
     DERIVATIVES_PATHS,
     NATIVE_FUNCTIONS_PATHS,
@@ -25,8 +25,9 @@ from selection.cpp.native_index import (
     build_native_index,
 )
 from selection.links.native_calls import LIBRARY, NativeCalls, native_call_uses
-from selection.native_yaml import NativeYamlError, parse_entries
+from selection.native_yaml import NativeYamlError
 from selection.sources.analysis_cache import AnalysisCache
+from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.tree import SourceTree
 from selection.sources.wheels import cached_wheel
 
@@ -73,7 +74,6 @@ def _read(
     source = f"{LIBRARY} of torch {version}"
     native_index = build_native_index(native[1], native[0])
     formula_index = build_formula_index(formulas[1], formulas[0]) if formulas else None
-    overloads = list(parse_entries(native[1], native[0]))
     cache_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_root, prefix="libtorch-") as scratch:
         library = Path(scratch) / "libtorch_cpu.so"
@@ -84,4 +84,7 @@ def _read(
         ):
             shutil.copyfileobj(member, out, 1 << 20)
         graph = read_call_graph(library, f"{wheel.name}:{LIBRARY}")
-    return native_call_uses(graph, native_index, formula_index or FormulaIndex(), overloads, source)
+    code = BinaryCode(graph, native_index.overloads, source, LIBRARY)
+    return native_call_uses(
+        code, native_index, formula_index or FormulaIndex(), native_index.overloads
+    )

@@ -29,6 +29,9 @@ class MapStage:
             cpp = release_cpp_blind_spot(index)
             if cpp is not None:
                 state.blind_spots.append(cpp.text)
+        calls = index.explorer.native_calls
+        if calls is not None and index.native_calls is None:  # read from a clone's C++
+            state.notes.append(calls.describe())
         for path, error in sorted(index.explorer.unparseable.items()):
             state.blind_spots.append(f"{path} could not be parsed for links: {error}")
         if state.request.widen == "full" and result.canaries:

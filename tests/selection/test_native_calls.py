@@ -17,11 +17,11 @@ import git
 import pytest
 import torch
 
-from selection.cpp.binary_calls import CallGraph, ops_called, qualified_name
-from selection.cpp.elf import ElfError, read_call_graph
+from selection.cpp.binary_calls import BinaryCode, CallGraph, ops_called, qualified_name
 from selection.cpp.native_index import FormulaIndex, build_formula_index, build_native_index
 from selection.links.native_calls import LIBRARY, native_call_uses
 from selection.pipeline import SelectOptions, prepare, run_pipeline
+from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.release_tests import ReleaseTestSource
 from selection.state import PipelineState
 from tests.support.observed_runs import linked_ops, manifest_file
@@ -98,8 +98,8 @@ NATIVE = """
 def _calls(library: CallGraph, dispatch: str) -> dict[str, list[str]]:
     text = NATIVE.replace("{dispatch}", dispatch)
     native = build_native_index(text, "native_functions.yaml")
-    overloads = ["hinge_embedding_loss", "clamp_min", "where.self"]
-    calls = native_call_uses(library, native, FormulaIndex(), overloads, "installed")
+    code = BinaryCode(library, native.overloads, "installed", LIBRARY)
+    calls = native_call_uses(code, native, FormulaIndex(), native.overloads)
     return {op: [called for called, _ in found] for op, found in calls.kernels.items()}
 
 
@@ -128,7 +128,8 @@ def test_a_formula_helper_links_the_op_to_what_the_helper_calls(library: CallGra
         "derivatives.yaml",
     )
     native = build_native_index(native_text, "native_functions.yaml")
-    calls = native_call_uses(library, native, formulas, ["pow.Tensor_Scalar", "mul.Tensor"], "x")
+    code = BinaryCode(library, native.overloads, "installed", LIBRARY)
+    calls = native_call_uses(code, native, formulas, native.overloads)
     [(called, step)] = calls.formulas["pow"]
     assert called == "mul"
     assert "pow_backward" in step.how and "at::_ops::mul_" in step.how
@@ -239,3 +240,108 @@ def test_without_the_library_the_run_says_why_and_goes_on(
     [note] = [n for n in state.notes if "C++ calls between ops not read" in n]
     assert LIBRARY in note and "\n" not in note
     assert ("nn.functional.relu6", "float16") not in linked_ops(state)
+
+
+# -- range and PR modes: the calls read from the clone's C++ source ---------------------------
+
+ACTIVATION = """
+#include <ATen/ATen.h>
+
+namespace at::native {
+
+static Tensor clamp_to(const Tensor& self, double low, double high) {
+  return at::hardtanh(self, low, high);
+}
+
+Tensor relu6(const Tensor& self) {
+  return clamp_to(self, 0, 6);
+}
+
+Tensor silu_out(const Tensor& self) {
+  return self.mul(at::sigmoid(self));
+}
+
+} // namespace at::native
+"""
+
+FUNCTIONS_MANUAL = """
+namespace torch::autograd::generated::details {
+
+Tensor relu6_backward(const Tensor& grad, const Tensor& self) {
+  return grad.mul(self.gt(0));
+}
+
+} // namespace torch::autograd::generated::details
+"""
+
+CLONE_NATIVE = "aten/src/ATen/native/native_functions.yaml"
+CLONE_NATIVE_ADDITIONS = """
+- func: sigmoid(Tensor self) -> Tensor
+  dispatch:
+    CPU: sigmoid
+
+- func: gt.Scalar(Tensor self, Scalar other) -> Tensor
+  dispatch:
+    CPU: gt
+"""
+
+
+def _clone_with_cpp(root: Path) -> tuple[UpstreamRepo, Path]:
+    """The library repository as a clone has it: native_functions.yaml under aten/, with
+    relu6's composite kernel (through a static helper) and silu's CPU kernel in C++."""
+    upstream = build_upstream(root / "pytorch")
+    _, manifest_text = add_library(upstream, MANIFEST)
+    exp = "\n\n@register_decomposition([aten.exp"
+    upstream.edit(DECOMPOSITIONS, exp, HARDTANH_DECOMPOSITION + exp)
+    packaged = upstream.read("torchgen/packaged/ATen/native/native_functions.yaml")
+    upstream.write(CLONE_NATIVE, packaged + CLONE_NATIVE_ADDITIONS)
+    upstream.write("aten/src/ATen/native/Activation.cpp", ACTIVATION)
+    upstream.write("torch/csrc/autograd/FunctionsManual.cpp", FUNCTIONS_MANUAL)
+    upstream.write(
+        "tools/autograd/derivatives.yaml",
+        "- name: relu6(Tensor self) -> Tensor\n  self: relu6_backward(grad, self)\n",
+    )
+    upstream.base = upstream.commit("C++ of the library's ops")
+    (root / "manifests").mkdir()
+    return upstream, manifest_file(root / "manifests", manifest_text)
+
+
+def test_in_range_mode_the_calls_come_from_the_clones_source(tmp_path: Path) -> None:
+    from selection.cpp.corpus import CppCorpus
+    from selection.cpp.source_calls import SourceCode
+    from selection.sources.tree import GitTree
+
+    upstream, _ = _clone_with_cpp(tmp_path)
+    tree = GitTree(upstream.repo, upstream.base)
+    native = build_native_index(tree.read(CLONE_NATIVE) or "", CLONE_NATIVE)
+    formulas = build_formula_index(
+        tree.read("tools/autograd/derivatives.yaml") or "", "tools/autograd/derivatives.yaml"
+    )
+    code = SourceCode(CppCorpus(tree), set(native.overloads), "the clone")
+    calls = native_call_uses(code, native, formulas, native.overloads)
+    [(called, step)] = calls.kernels["relu6"]
+    assert called == "hardtanh"
+    assert step.path == "aten/src/ATen/native/Activation.cpp"
+    assert "at::hardtanh(" in step.how and "clamp_to" in step.how  # through the helper
+    assert "silu" not in calls.kernels  # a CPU kernel: eager C++ only
+    assert {c for c, _ in calls.formulas["relu6"]} == {"mul", "gt"}
+
+
+def test_a_decomposition_change_in_a_pr_reaches_the_ops_whose_kernels_call_it(
+    tmp_path: Path,
+) -> None:
+    from tests.support.observed_runs import select_head
+
+    upstream, manifest = _clone_with_cpp(tmp_path)
+    head = upstream.change(
+        DECOMPOSITIONS, "clamp(a, min_val, max_val)", "clamp(a, max_val, min_val)"
+    )
+    state = select_head(upstream, manifest, head, tmp_path)
+    reached = {
+        c.instance.template
+        for c in state.candidates.values()
+        if c.instance.op == "nn.functional.relu6"
+        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
+    }
+    assert reached == {"test_fake"}
+    assert any("C++ calls between ops from the head's C++ source" in n for n in state.notes)

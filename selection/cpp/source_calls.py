@@ -1,0 +1,86 @@
+"""`KernelCode` (selection.links.native_calls) over a clone's C++ source. Pure over a
+CppCorpus.
+
+A kernel named in native_functions.yaml is its definition under `aten/src/ATen/native/`: a
+function of that name (`Tensor avg_pool1d(...)`), a `TORCH_IMPL_FUNC(name)` or, for a
+structured group's meta, a `TORCH_META_FUNC`. The ops it calls are the names of ops' C++ API
+it uses: `at::avg_pool2d(`, `self.unsqueeze(`, or an unqualified `avg_pool2d(` inside
+`at::native` (which reaches that kernel, or through `at::`, the op). Helpers it calls that
+its own file defines are read too, `MAX_DEPTH` deep. A formula helper is a function of
+FunctionsManual.cpp (or of `native/`) of that name.
+"""
+
+from __future__ import annotations
+
+from selection.cpp.corpus import CppCorpus
+from selection.cpp.items import CppItem
+from selection.cpp.paths import FUNCTIONS_MANUAL
+from selection.links.native_calls import META_FUNC, Called, Definition
+
+MAX_DEPTH = 2
+_API_SUFFIXES = ("_outf", "_out", "_symint")
+
+
+class SourceCode:
+    def __init__(self, corpus: CppCorpus, ops: set[str], source: str) -> None:
+        self.corpus, self.source = corpus, source
+        self.bases = {op.split(".", 1)[0] for op in ops}
+
+    def kernel(self, kernel: str, key: str) -> list[Definition]:
+        token = kernel.split(".", 1)[0]
+        found = []
+        for path in sorted(self.corpus.mentioning({token})):
+            for item in self.corpus.file(path).items.values():
+                if _defines(item, kernel, key):
+                    found.append(self._definition(path, item))
+        return found
+
+    def helper(self, name: str) -> list[Definition]:
+        paths = sorted(self.corpus.mentioning({name}))
+        preferred = [p for p in paths if p in FUNCTIONS_MANUAL] or paths
+        for path in preferred:
+            for item in self.corpus.file(path).items.values():
+                if item.kind == "function" and item.name == name and not item.method:
+                    return [self._definition(path, item)]
+        return []
+
+    def _op(self, name: str) -> str | None:
+        if name in self.bases:
+            return name
+        for suffix in _API_SUFFIXES:
+            if name.endswith(suffix) and name.removesuffix(suffix) in self.bases:
+                return name.removesuffix(suffix)
+        return None
+
+    def _definition(self, path: str, item: CppItem) -> Definition:
+        items = self.corpus.file(path).items.values()
+        helpers = {i.name: i for i in items if i.kind == "function" and i.name and not i.method}
+        found: dict[str, Called] = {}
+        seen = {item.name}
+        pending: list[tuple[CppItem, tuple[str, ...]]] = [(item, ())]
+        while pending:
+            current, via = pending.pop(0)
+            for name, api in self._calls(current):
+                op = self._op(name)
+                if op is not None:
+                    found.setdefault(op, Called(op, api, via))
+                elif name in helpers and name not in seen and len(via) < MAX_DEPTH:
+                    seen.add(name)
+                    pending.append((helpers[name], (*via, helpers[name].qualname)))
+        return Definition(path, item.qualname, tuple(found[k] for k in sorted(found)))
+
+    @staticmethod
+    def _calls(item: CppItem) -> list[tuple[str, str]]:
+        """(name, how it is called) for the op API names and helpers an item uses."""
+        out = [(name, f"at::{name}(") for name in sorted(item.dispatched)]
+        out += [(name, f".{name}(") for name in sorted(item.members)]
+        out += [(name, f"{name}(") for name in sorted(item.calls)]
+        return out
+
+
+def _defines(item: CppItem, kernel: str, key: str) -> bool:
+    if key == META_FUNC:
+        return item.kind == "meta" and kernel in item.defines
+    if item.kind == "impl":
+        return kernel in item.defines
+    return item.kind == "function" and item.name == kernel and not item.method

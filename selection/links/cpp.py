@@ -40,9 +40,10 @@ from selection.cpp.scan import definitions_by_scan
 from selection.cpp.source_calls import SourceCode
 from selection.links.base import Link, Outcome, Target
 from selection.links.index import LinkIndex
-from selection.links.native_calls import NativeCalls, native_call_uses
+from selection.links.native_calls import DECIDERS, NativeCalls, native_call_uses
 from selection.model import ChangeKind, CppChange
 from selection.native_yaml import NativeYamlError
+from selection.sources.analysis_cache import modules_digest
 
 T = TypeVar("T")
 CORE_CANARY = (
@@ -137,7 +138,8 @@ def head_native_calls(index: LinkIndex) -> NativeCalls | None:
     for path in [*corpus.paths(), NATIVE_FUNCTIONS_PATHS[0], DERIVATIVES_PATHS[0]]:
         ids.update(f"{path}\0{tree.content_id(path)}\0".encode())
     cache = index.cache
-    key = cache.key("native-calls-source", ids.hexdigest()) if cache is not None else ""
+    version = modules_digest(DECIDERS)
+    key = cache.key("native-calls-source", version, ids.hexdigest()) if cache is not None else ""
     cached = cache.get(key) if cache is not None else None
     if isinstance(cached, NativeCalls):
         return cached

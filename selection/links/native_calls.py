@@ -50,6 +50,15 @@ TRACED_KEYS = frozenset(
 )
 META_FUNC = "Meta (structured)"  # a TORCH_META_FUNC: the kernel is the meta's name
 
+# The modules whose code decides the edges: their cached results are keyed by these sources.
+DECIDERS = (
+    "selection.links.native_calls",
+    "selection.cpp.binary_calls",
+    "selection.cpp.source_calls",
+    "selection.cpp.native_index",
+    "selection.sources.elf",
+)
+
 Calls = dict[str, tuple[tuple[str, Step], ...]]  # op (base) -> (called op (base), evidence)
 
 

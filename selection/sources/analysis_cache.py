@@ -42,8 +42,14 @@ ANALYSERS = (
 
 @functools.cache
 def analysis_version() -> str:
+    return modules_digest(ANALYSERS)
+
+
+@functools.cache
+def modules_digest(names: tuple[str, ...]) -> str:
+    """A hash of the sources of `names`: a cached result of theirs is stale once one changes."""
     digest = hashlib.sha256()
-    for name in ANALYSERS:
+    for name in names:
         spec = importlib.util.find_spec(name)
         origin = spec.origin if spec is not None else None
         digest.update(name.encode())

@@ -24,9 +24,9 @@ from selection.cpp.native_index import (
     build_formula_index,
     build_native_index,
 )
-from selection.links.native_calls import LIBRARY, NativeCalls, native_call_uses
+from selection.links.native_calls import DECIDERS, LIBRARY, NativeCalls, native_call_uses
 from selection.native_yaml import NativeYamlError
-from selection.sources.analysis_cache import AnalysisCache
+from selection.sources.analysis_cache import AnalysisCache, modules_digest
 from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.tree import SourceTree
 from selection.sources.wheels import cached_wheel
@@ -51,7 +51,8 @@ def release_native_calls(
     if native is None:
         return None, "C++ calls between ops: the head has no native_functions.yaml"
     ids = (native[2], formulas[2] if formulas else "")
-    key = AnalysisCache.key("native-calls", wheel.name, str(wheel.stat().st_size), *ids)
+    size, code = str(wheel.stat().st_size), modules_digest(DECIDERS)
+    key = AnalysisCache.key("native-calls", code, wheel.name, size, *ids)
     cached = analysis.get(key) if analysis is not None else None
     if isinstance(cached, NativeCalls):
         return cached, cached.describe()

@@ -48,6 +48,7 @@ TRACED_KEYS = frozenset(
         "Meta",
     }
 )
+NOTE_PREFIX = "C++ calls between ops"  # every note on them starts so (the report shows it)
 META_FUNC = "Meta (structured)"  # a TORCH_META_FUNC: the kernel is the meta's name
 
 # The modules whose code decides the edges: their cached results are keyed by these sources.
@@ -103,7 +104,7 @@ class NativeCalls:
         edges = sum(len(v) for v in self.kernels.values())
         grads = sum(len(v) for v in self.formulas.values())
         return (
-            f"C++ calls between ops from {self.source}: {self.kernels_read} composite and "
+            f"{NOTE_PREFIX} from {self.source}: {self.kernels_read} composite and "
             f"meta kernels calling {edges} ops, {self.helpers_read} derivative helpers "
             f"calling {grads}"
         )

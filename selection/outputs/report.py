@@ -9,6 +9,7 @@ from typing import Any
 
 import jinja2
 
+from selection.links.native_calls import NOTE_PREFIX
 from selection.outputs.blind_spots import change_spot_groups, run_spots
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -38,7 +39,16 @@ def plural(n: int, word: str) -> str:
 
 def deps_note(notes: list[str]) -> str:
     """Which recorded dependency map the run used, or why none (the selection depends on it)."""
-    return next((n for n in notes if n.startswith(DEPS_NOTE_PREFIX)), "")
+    return _note(notes, DEPS_NOTE_PREFIX)
+
+
+def calls_note(notes: list[str]) -> str:
+    """Where the C++ calls between ops came from, or why there were none."""
+    return _note(notes, NOTE_PREFIX)
+
+
+def _note(notes: list[str], prefix: str) -> str:
+    return next((n for n in notes if n.startswith(prefix)), "")
 
 
 DEPS_NOTE_PREFIX = "recorded dependencies"
@@ -76,6 +86,7 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
     return {
         "doc": doc,
         "deps_note": deps_note(doc["notes"]),
+        "calls_note": calls_note(doc["notes"]),
         "funnel": funnel,
         "widest": widest,
         "groups": doc["groups"][:top],

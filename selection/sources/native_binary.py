@@ -24,7 +24,13 @@ from selection.cpp.native_index import (
     build_formula_index,
     build_native_index,
 )
-from selection.links.native_calls import DECIDERS, LIBRARY, NativeCalls, native_call_uses
+from selection.links.native_calls import (
+    DECIDERS,
+    LIBRARY,
+    NOTE_PREFIX,
+    NativeCalls,
+    native_call_uses,
+)
 from selection.native_yaml import NativeYamlError
 from selection.sources.analysis_cache import AnalysisCache, modules_digest
 from selection.sources.elf import ElfError, read_call_graph
@@ -46,10 +52,10 @@ def release_native_calls(
     """The calls, and a note saying what was read or why nothing was."""
     wheel = cached_wheel(version, cache_root)
     if wheel is None:
-        return None, f"C++ calls between ops: no cached wheel of torch {version}"
+        return None, f"{NOTE_PREFIX}: no cached wheel of torch {version}"
     native, formulas = _first(head, NATIVE_FUNCTIONS_PATHS), _first(head, DERIVATIVES_PATHS)
     if native is None:
-        return None, "C++ calls between ops: the head has no native_functions.yaml"
+        return None, f"{NOTE_PREFIX}: the head has no native_functions.yaml"
     ids = (native[2], formulas[2] if formulas else "")
     size, code = str(wheel.stat().st_size), modules_digest(DECIDERS)
     key = AnalysisCache.key("native-calls", code, wheel.name, size, *ids)
@@ -59,7 +65,7 @@ def release_native_calls(
     try:
         calls = _read(wheel, version, native, formulas, cache_root)
     except (ElfError, NativeYamlError, zipfile.BadZipFile, KeyError, OSError) as exc:
-        return None, f"C++ calls between ops not read from {wheel.name}: {exc}"
+        return None, f"{NOTE_PREFIX} not read from {wheel.name}: {exc}"
     if analysis is not None:
         analysis.put(key, calls)
     return calls, calls.describe()

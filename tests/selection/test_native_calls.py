@@ -8,12 +8,9 @@ reads it as it reads a real wheel's.
 
 from __future__ import annotations
 
-import json
 import os
-import zipfile
 from pathlib import Path
 
-import git
 import pytest
 import torch
 
@@ -25,6 +22,7 @@ from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.release_tests import ReleaseTestSource
 from selection.state import PipelineState
 from tests.support.observed_runs import linked_ops, manifest_file
+from tests.support.release_wheels import write_wheel
 from tests.support.upstream_library import add_library
 from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
 
@@ -150,25 +148,12 @@ def test_a_file_that_is_not_an_elf_library_is_refused_with_its_name(tmp_path: Pa
 # -- release mode: wheels holding the library ------------------------------------------------
 
 
-def _wheel(cache: Path, repo: git.Repo, tag: str, version: str, with_library: bool) -> None:
-    directory = cache / "wheels" / f"torch-{version}"
-    directory.mkdir(parents=True)
-    wheel = directory / f"torch-{version}-py3-none-any.whl"
-    commit = repo.commit(tag)
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for item in commit.tree.traverse():
-            path = str(item.path)  # type: ignore[union-attr]
-            wanted = path.startswith(("torch/", "torchgen/")) and path != "torch/version.py"
-            if isinstance(item, git.Blob) and wanted:
-                archive.writestr(path, item.data_stream.read())
-        archive.writestr(
-            "torch/version.py", f"__version__ = '{version}'\ngit_version = '{commit.hexsha}'\n"
-        )
-        if with_library:  # stored: the real library, 430 MB, is not worth deflating here
-            archive.write(INSTALLED, LIBRARY, compress_type=zipfile.ZIP_STORED)
-    (directory / "complete.json").write_text(
-        json.dumps({"file": wheel.name, "size": wheel.stat().st_size})
-    )
+def _cache(releases: tuple[UpstreamRepo, Path], root: Path, with_library: bool) -> Path:
+    """A cache holding both releases' wheels, with or without the real library."""
+    members = {LIBRARY: INSTALLED} if with_library else {}
+    for version in VERSIONS:
+        write_wheel(root / "cache", releases[0].repo, f"v{version}", version, members)
+    return root / "cache"
 
 
 @pytest.fixture(scope="module")
@@ -208,11 +193,8 @@ def _select(cache: Path, manifest: Path) -> PipelineState:
 def test_a_decomposition_change_reaches_the_op_whose_composite_kernel_calls_it(
     releases: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
-    upstream, manifest = releases
-    cache = tmp_path / "cache"
-    for version in VERSIONS:
-        _wheel(cache, upstream.repo, f"v{version}", version, with_library=True)
-    state = _select(cache, manifest)
+    cache = _cache(releases, tmp_path, with_library=True)
+    state = _select(cache, releases[1])
     relu6 = [
         c
         for c in state.candidates.values()
@@ -232,11 +214,7 @@ def test_a_decomposition_change_reaches_the_op_whose_composite_kernel_calls_it(
 def test_without_the_library_the_run_says_why_and_goes_on(
     releases: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:
-    upstream, manifest = releases
-    cache = tmp_path / "cache"
-    for version in VERSIONS:
-        _wheel(cache, upstream.repo, f"v{version}", version, with_library=False)
-    state = _select(cache, manifest)
+    state = _select(_cache(releases, tmp_path, with_library=False), releases[1])
     [note] = [n for n in state.notes if "C++ calls between ops not read" in n]
     assert LIBRARY in note and "\n" not in note
     assert ("nn.functional.relu6", "float16") not in linked_ops(state)

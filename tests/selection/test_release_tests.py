@@ -7,11 +7,9 @@ unreachable or silent remote falls back to the assumed enumeration, with the rea
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.sources.mirror import Mirror
 from selection.sources.release_tests import SCRATCH, ReleaseTestSource
 from selection.state import PipelineState
+from tests.support.release_wheels import write_wheel
 from tests.support.upstream_repo import UpstreamRepo, build_upstream
 
 VERSIONS = ["9.1.0", "9.2.0"]
@@ -31,26 +30,6 @@ NEW_TEMPLATE = """
         pass
 
 """
-
-
-def _wheel(cache: Path, repo: git.Repo, tag: str, version: str) -> None:
-    """A release wheel of `tag`: torch/ and torchgen/ as the tag has them, no test/."""
-    directory = cache / "wheels" / f"torch-{version}"
-    directory.mkdir(parents=True)
-    wheel = directory / f"torch-{version}-py3-none-any.whl"
-    commit = repo.commit(tag)
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for item in commit.tree.traverse():
-            path = str(item.path)  # type: ignore[union-attr]
-            wanted = path.startswith(("torch/", "torchgen/")) and path != "torch/version.py"
-            if isinstance(item, git.Blob) and wanted:
-                archive.writestr(path, item.data_stream.read())
-        archive.writestr(
-            "torch/version.py", f"__version__ = '{version}'\ngit_version = '{commit.hexsha}'\n"
-        )
-    (directory / "complete.json").write_text(
-        json.dumps({"file": wheel.name, "size": wheel.stat().st_size})
-    )
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +44,7 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
 @pytest.fixture
 def cache(tmp_path: Path, remote: UpstreamRepo) -> Path:
     for version in VERSIONS:
-        _wheel(tmp_path / "cache", remote.repo, f"v{version}", version)
+        write_wheel(tmp_path / "cache", remote.repo, f"v{version}", version)
     return tmp_path / "cache"
 
 

@@ -8,7 +8,10 @@ per device). So the facts our own parser reads from a real tree are recorded onc
 template, as data (`selection/data/upstream_layout.json`): the op-list expression and the
 module-level names it uses, the OpDTypes kind, allowed/explicit dtypes, `@dtypes` variants,
 literal `@parametrize` suffixes, the `only*` gate, whether the class is instantiated for
-PrivateUse1 or is a plain TestCase. No test body is recorded.
+PrivateUse1 or is a plain TestCase. No test body is recorded, only what it reaches outside
+`test/` (its `uses`: the library functions and classes, ATen ops and subsystems it or a
+helper of its file calls, as portable names; selection.links.recorded_uses), so that a
+library change reaches a template whose body cannot be read here.
 
 Pure apart from `load_layout` (reads the packaged file) and `main` (the generator:
 `python -m selection.layout --pytorch-src DIR > selection/data/upstream_layout.json`).
@@ -22,9 +25,14 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from selection.links.base import Target
 from selection.templates import Template, TestModule
+
+if TYPE_CHECKING:
+    from selection.oplists import OpDatabase
+    from selection.upstream import ParsedTrees
 
 LAYOUT_FILE = Path(__file__).with_name("data") / "upstream_layout.json"
 SCHEMA = "spyre-ci/upstream-layout"
@@ -62,6 +70,8 @@ class Layout:
         if record.get("plain_dtypes") is not None:
             template.plain_dtypes = tuple(tuple(v) for v in record["plain_dtypes"])
         template.params = record.get("params")
+        template.recorded_uses = tuple(record.get("uses", ()))
+        template.recorded_from = self.source
         if record.get("op_list"):
             template.op_list = ast.parse(record["op_list"], mode="eval").body
         return template
@@ -124,10 +134,21 @@ def _used_names(module: TestModule) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def snapshot(modules: list[TestModule], source: str) -> dict[str, Any]:
+def snapshot(
+    modules: list[TestModule],
+    source: str,
+    uses: dict[tuple[str, str, str], list[str]] | None = None,
+) -> dict[str, Any]:
+    """The layout document; `uses`: per (file, class, method), what the body reaches
+    outside test/ (selection.links.recorded_uses.body_uses)."""
     files: dict[str, Any] = {}
     for module in sorted(modules, key=lambda m: m.path):
-        templates = {f"{t.test_class}::{t.method}": record(t) for t in module.templates}
+        templates = {}
+        for t in module.templates:
+            templates[f"{t.test_class}::{t.method}"] = facts = record(t)
+            found = (uses or {}).get((t.file, t.test_class, t.method))
+            if found:
+                facts["uses"] = found
         files[module.path] = {"names": _used_names(module), "templates": templates}
     return {"schema": SCHEMA, "schema_version": 1, "source": source, "files": files}
 
@@ -152,6 +173,27 @@ def load_layout(path: Path = LAYOUT_FILE) -> Layout:
         return parse_layout(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, SyntaxError):
         return Layout()
+
+
+def _body_uses(
+    trees: ParsedTrees, db: OpDatabase, modules: list[TestModule]
+) -> dict[tuple[str, str, str], list[str]]:
+    """What each read template's body reaches outside test/, through the link graph of the
+    tree the layout is recorded from."""
+    from selection.links.explore import Explorer
+    from selection.links.recorded_uses import body_uses
+    from selection.universe import Universe
+
+    templates = [t for m in modules for t in m.templates if t.symbol is not None]
+    universe = Universe(templates=templates, modules={m.path: m for m in modules})
+    explorer = Explorer(trees, db, universe)
+    graph = explorer.build()
+    return {
+        (t.file, t.test_class, t.method): body_uses(
+            graph, Target.template(t.file, t.test_class, t.method), explorer.methods_of
+        )
+        for t in templates
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         modules.append(parse_test_module(tree, path, db.dtype_eval))
     version = (trees.tree.read("version.txt") or "?").strip()
-    document = snapshot(modules, args.label or f"PyTorch {version} test/ tree")
+    label = args.label or f"PyTorch {version} test/ tree"
+    document = snapshot(modules, label, _body_uses(trees, db, modules))
     sys.stdout.write(dumps(document))
     return 0
 

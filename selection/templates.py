@@ -59,6 +59,10 @@ class Template:
     # Whether it handles errors itself (assertRaises, a `try`, error inputs): only then can a
     # change of what a failure raises or says matter to it. None: not known.
     handles_errors: bool | None = None
+    # What the body reaches outside test/, as recorded from a real tree where this one has
+    # no test/ (selection.links.recorded_uses), and where it was recorded from.
+    recorded_uses: tuple[str, ...] = ()
+    recorded_from: str = ""
 
     @property
     def qualname(self) -> str:

@@ -24,6 +24,7 @@ from selection.links.graph import LinkGraph
 from selection.links.native_calls import KIND as NATIVE_CALL
 from selection.links.native_calls import NativeCalls
 from selection.links.python_refs import python_ref_uses
+from selection.links.recorded_uses import recorded_uses
 from selection.links.registrations import inferred_op, is_registration_module
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.native_yaml import NativeYamlError, parse_entries
@@ -33,6 +34,7 @@ from selection.python.names import ModuleNames
 from selection.python.resolver import Resolver
 from selection.python.summary import ModuleSummary, is_test_code, summarize
 from selection.sources.analysis_cache import AnalysisCache
+from selection.templates import Template
 from selection.universe import Universe
 from selection.upstream import ParsedTrees, is_database_file
 
@@ -83,6 +85,7 @@ class Explorer:
         self._registered: Registered | None = None
         self._derived: Derived | None = None
         self._own_methods: dict[str, Mapping[str, list[str]]] = {}
+        self._known_templates: dict[Target, Template] | None = None
 
     # -- sources -----------------------------------------------------------------------------
     def _native_entries(self, paths: tuple[str, ...]) -> dict[str, dict[str, object]]:
@@ -188,12 +191,19 @@ class Explorer:
 
     # -- exploration -------------------------------------------------------------------------
     def roots(self) -> list[Target]:
-        templates = [
-            Target.template(t.file, t.test_class, t.method)
-            for t in self.universe.templates
-            if t.symbol is not None
-        ]
-        return [*self._entries, *templates]
+        """The entries, and the templates whose body is known: read from the tree, or by
+        its recorded uses (selection.links.recorded_uses) where the tree has no test/."""
+        return [*self._entries, *self._templates]
+
+    @property
+    def _templates(self) -> dict[Target, Template]:
+        if self._known_templates is None:
+            self._known_templates = {
+                Target.template(t.file, t.test_class, t.method): t
+                for t in self.universe.templates
+                if t.symbol is not None or t.recorded_uses
+            }
+        return self._known_templates
 
     def build(self, extra: Iterable[Target] = ()) -> LinkGraph:
         queue: deque[Target] = deque([*self.roots(), *extra])
@@ -224,13 +234,24 @@ class Explorer:
         elif node.kind == "entry":
             yield from self._entry_out(self._entries.get(node))
         elif node.kind == "template":
-            yield (
-                Target.function(node.path, f"{node.scope}.{node.name}"),
-                "template",
-                Step(node.path, f"{node.scope}.{node.name}", "is the template's body"),
-            )
+            yield from self._template_out(node)
         elif node.kind == "aten":
             yield from self._aten_out(node)
+
+    def _template_out(self, node: Target) -> Out:
+        template = self._templates.get(node)
+        if template is not None and template.symbol is None:
+            yield from recorded_uses(
+                node,
+                template.recorded_uses,
+                self.resolver,
+                self.methods_of,
+                template.recorded_from,
+            )
+            return
+        qualname = f"{node.scope}.{node.name}"
+        body = Step(node.path, qualname, "is the template's body")
+        yield Target.function(node.path, qualname), "template", body
 
     def _entry_out(self, entry: DbEntry | None) -> Out:
         if entry is None:

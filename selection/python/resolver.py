@@ -57,6 +57,11 @@ class Resolver:
         parts = tuple(dotted.split("."))
         return self._in_module(parts[0], parts[1:], 0)
 
+    def resolve_in(self, module: str, qualname: str) -> list[Target]:
+        """`qualname` (`Linear`, `Linear.forward`) as defined in, or imported into, the
+        module `module`, whether or not its parent packages are modules of the tree."""
+        return self._in_module(module, tuple(qualname.split(".")), 0)
+
     # -- scopes ------------------------------------------------------------------------------
     def _name(self, summary: ModuleSummary, chain: Chain, depth: int) -> list[Target]:
         if depth > MAX_DEPTH:

@@ -4,6 +4,7 @@ the link kinds of selection.links)."""
 from __future__ import annotations
 
 from selection.links.cpp import release_cpp_blind_spot
+from selection.links.recorded_uses import recorded_bodies_note
 from selection.links.startup import load_time_functions, startup_modules
 from selection.mapping import Mapper
 from selection.model import Candidate, StageReport
@@ -32,6 +33,9 @@ class MapStage:
         calls = index.explorer.native_calls
         if calls is not None and index.native_calls is None:  # read from a clone's C++
             state.notes.append(calls.describe())
+        recorded = recorded_bodies_note(universe.templates, index.explorer.resolver)
+        if recorded is not None:
+            state.notes.append(recorded)
         for path, error in sorted(index.explorer.unparseable.items()):
             state.blind_spots.append(f"{path} could not be parsed for links: {error}")
         if state.request.widen == "full" and result.canaries:

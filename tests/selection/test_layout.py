@@ -15,11 +15,12 @@ import pytest
 from selection.backend import BackendScope
 from selection.enumerate import DeviceProfile, enumerate_template
 from selection.layout import LAYOUT_FILE, load_layout, main, parse_layout, snapshot
-from selection.sources.tree import DirTree, OverlayTree
+from selection.sources.tree import DirTree
 from selection.stages.scope import entry_skip
 from selection.templates import parse_test_module
 from selection.universe import build_universe
 from selection.upstream import ParsedTrees, load_database
+from tests.support.release_trees import WithoutTests
 from tests.support.upstream_repo import FILES, UpstreamRepo, build_upstream
 
 DEVICE = DeviceProfile("spyre", "SPYRE")
@@ -105,20 +106,7 @@ def test_release_mode_reuses_the_ids_the_recorded_tree_generates(
     """The shipped manifests without test/ (layout) and with the 2.6.0 tree: same ids."""
     src = _pytorch_src(pytestconfig)
     library = ParsedTrees(DirTree(src))  # its torch/ stands in for a release's wheel
-    without_tests = _reused(ParsedTrees(_WithoutTests(DirTree(src))))
+    without_tests = _reused(ParsedTrees(WithoutTests(DirTree(src))))
     with_tests = _reused(library)
     assert len(with_tests) > 25_000
     assert without_tests == with_tests
-
-
-class _WithoutTests(OverlayTree):
-    """A tree as a release wheel gives it: no test/."""
-
-    def __init__(self, tree: DirTree) -> None:
-        super().__init__(tree)
-
-    def list(self, prefix: str) -> list[str]:
-        return [] if prefix.startswith("test") else super().list(prefix)
-
-    def read(self, path: str) -> str | None:
-        return None if path.startswith("test/") else super().read(path)

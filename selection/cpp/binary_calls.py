@@ -11,6 +11,9 @@ namespaces (`HELPER_NAMESPACES`: `at::native`, `at::meta`, the generated per-key
 anonymous namespaces, the autograd formulas' helpers): TensorIterator, c10 and the standard
 library call no ops of their own worth a link, and following them would join unrelated
 kernels through shared utilities.
+
+No numpy here (it is not a core dependency): only building the graph, in
+`CallGraph.from_edges` for selection.sources.elf, needs it.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from selection.links.native_calls import META_FUNC, Called, Definition
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 MAX_DEPTH = 3
 MAX_VISITED = 400  # functions visited from one root: bounds a pathological call tree
@@ -98,6 +103,8 @@ class CallGraph:
         callees: npt.NDArray[np.int64],
         functions: int,
     ) -> CallGraph:
+        import numpy as np
+
         order = np.argsort(callers, kind="stable")
         callers, callees = callers[order], callees[order]
         offsets = np.searchsorted(callers, np.arange(len(names) + 1)).astype(np.int64)

@@ -1,5 +1,6 @@
 """Read the direct calls of an x86-64 ELF shared object (`torch/lib/libtorch_cpu.so` of a
-release wheel) into a `CallGraph`. The I/O shell of selection.cpp.binary_calls.
+release wheel) into a `CallGraph`. The I/O shell of selection.cpp.binary_calls; the file's
+structure is read and checked by selection.sources.elf_file.
 
 A wheel holds no C++ source, but its library keeps a full symbol table: every function's
 mangled name, address and size. A call between functions of the library is a `call rel32`
@@ -10,11 +11,12 @@ few seconds for 280 MB); a byte that only looks like an opcode would have to lan
 on one of the ~400,000 function starts to count, which the 4 GB of rel32 values makes rare,
 and an extra edge only widens. Indirect calls (virtual, function pointers, dispatch stubs)
 are not seen: selection.links.native_calls says what that leaves out.
+
+This module needs numpy (the `backend` extra); import it only to read a library.
 """
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,6 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from selection.cpp.binary_calls import CallGraph
+from selection.sources.elf_file import ElfError, ElfFile, Section, c_string
+
+__all__ = ["ElfError", "read_call_graph"]
 
 _CHUNK = 32 << 20  # bytes of text scanned at once: bounds memory
 _SYMBOL = np.dtype(
@@ -39,56 +44,8 @@ _FUNC = 2  # STT_FUNC
 _PLT_ENTRY = 16
 
 
-class ElfError(Exception):
-    """Not a little-endian x86-64 ELF shared object with a symbol table and a PLT."""
-
-
-class _Section:
-    def __init__(self, fields: tuple[int, ...]) -> None:
-        (self.name, self.type, _, self.addr, self.offset, self.size, self.link, _, _, _) = fields
-
-
-class _Elf:
-    def __init__(self, handle: BinaryIO, label: str) -> None:
-        self.handle, self.label = handle, label
-        handle.seek(0)
-        header = handle.read(64)
-        if len(header) < 64 or header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
-            raise ElfError(f"{label}: not a 64-bit little-endian ELF file")
-        if struct.unpack_from("<H", header, 0x12)[0] != 0x3E:
-            raise ElfError(f"{label}: not an x86-64 binary")
-        shoff = struct.unpack_from("<Q", header, 0x28)[0]
-        entsize, count, names = struct.unpack_from("<HHH", header, 0x3A)
-        table = self._read(shoff, entsize * count)
-        sections = [
-            _Section(struct.unpack_from("<IIQQQQIIQQ", table, i * entsize)) for i in range(count)
-        ]
-        strings = self._read(sections[names].offset, sections[names].size)
-        self.sections = {_c_string(strings, s.name).decode(): s for s in sections}
-        self.by_index = sections
-
-    def _read(self, offset: int, size: int) -> bytes:
-        self.handle.seek(offset)
-        data = self.handle.read(size)
-        if len(data) != size:
-            raise ElfError(f"{self.label}: truncated (wanted {size} bytes at {offset})")
-        return data
-
-    def section(self, name: str) -> _Section:
-        found = self.sections.get(name)
-        if found is None:
-            raise ElfError(f"{self.label}: no {name} section")
-        return found
-
-    def array(self, section: _Section, dtype: np.dtype) -> npt.NDArray:
-        return np.frombuffer(self._read(section.offset, section.size), dtype=dtype)
-
-    def strings(self, section: _Section) -> bytes:
-        return self._read(section.offset, section.size)
-
-
-def _c_string(blob: bytes, offset: int) -> bytes:
-    return blob[offset : blob.index(b"\0", offset)]
+def _array(elf: ElfFile, section: Section, dtype: np.dtype, name: str) -> npt.NDArray:
+    return np.frombuffer(elf.table(section, dtype.itemsize, name), dtype=dtype)
 
 
 def read_call_graph(path: Path, label: str = "") -> CallGraph:
@@ -96,34 +53,43 @@ def read_call_graph(path: Path, label: str = "") -> CallGraph:
     file) on anything else; OSError propagates."""
     label = label or str(path)
     with path.open("rb") as handle:
-        elf = _Elf(handle, label)
+        elf = ElfFile(handle, label)
         symtab = elf.section(".symtab")
-        symbols = elf.array(symtab, _SYMBOL)
-        names_blob = elf.strings(elf.by_index[symtab.link])
+        symbols = _array(elf, symtab, _SYMBOL, ".symtab")
+        names_blob = elf.strings(elf.linked(symtab))
         functions = symbols[((symbols["info"] & 0xF) == _FUNC) & (symbols["size"] > 0)]
+        if not len(functions):
+            raise ElfError(f"{label}: no functions in .symtab")
         functions = functions[np.argsort(functions["value"], kind="stable")]
         starts = functions["value"].astype(np.int64)
         sizes = functions["size"].astype(np.int64)
-        names = [_c_string(names_blob, int(n)) for n in functions["name"]]
+        names = [c_string(names_blob, int(n), label) for n in functions["name"]]
         imports = _plt_imports(elf)
         plt = elf.section(".plt")
         text = elf.section(".text")
+        elf.check_within(text, ".text")
         callers, callees = _scan(handle, text, starts, sizes, plt.addr, len(imports), len(names))
     return CallGraph.from_edges(label, names + imports, callers, callees, len(names))
 
 
-def _plt_imports(elf: _Elf) -> list[bytes]:
+def _plt_imports(elf: ElfFile) -> list[bytes]:
     """The symbol each PLT stub jumps to, in stub order (stub 0 is the resolver's)."""
-    relocations = elf.array(elf.section(".rela.plt"), _RELA)
+    relocations = _array(elf, elf.section(".rela.plt"), _RELA, ".rela.plt")
     dynsym = elf.section(".dynsym")
-    symbols = elf.array(dynsym, _SYMBOL)
-    blob = elf.strings(elf.by_index[dynsym.link])
-    return [_c_string(blob, int(symbols["name"][int(info >> 32)])) for info in relocations["info"]]
+    symbols = _array(elf, dynsym, _SYMBOL, ".dynsym")
+    blob = elf.strings(elf.linked(dynsym))
+    found = []
+    for info in relocations["info"].tolist():
+        index = info >> 32
+        if index >= len(symbols):
+            raise ElfError(f"{elf.label}: .rela.plt names symbol {index} of {len(symbols)}")
+        found.append(c_string(blob, int(symbols["name"][index]), elf.label))
+    return found
 
 
 def _scan(
     handle: BinaryIO,
-    text: _Section,
+    text: Section,
     starts: npt.NDArray[np.int64],
     sizes: npt.NDArray[np.int64],
     plt_addr: int,

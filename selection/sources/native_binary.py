@@ -5,8 +5,10 @@ The library (430 MB) is extracted next to the cache, read (selection.sources.elf
 of CPU) and deleted; the result is small and kept in the analysis cache under the wheel's
 name and size and the content of the head's native_functions.yaml and derivatives.yaml, so
 a warm run reads nothing. Anything unreadable -- no cached wheel, a library that is not the
-expected ELF, a yaml that does not parse -- gives no calls and a one-line reason, never an
-error: the links are a refinement of the static graph, not a source of truth.
+expected ELF or a wheel member that does not inflate, a yaml that does not parse, numpy (of
+the `backend` extra, imported only here to read a library) not installed -- gives no calls
+and a one-line reason, never an error: the links are a refinement of the static graph, not
+a source of truth.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 from selection.cpp.binary_calls import BinaryCode
@@ -33,7 +36,7 @@ from selection.links.native_calls import (
 )
 from selection.native_yaml import NativeYamlError
 from selection.sources.analysis_cache import AnalysisCache, modules_digest
-from selection.sources.elf import ElfError, read_call_graph
+from selection.sources.elf_file import ElfError
 from selection.sources.tree import SourceTree
 from selection.sources.wheels import cached_wheel
 
@@ -66,6 +69,10 @@ def release_native_calls(
         calls = _read(wheel, version, native, formulas, cache_root)
     except (ElfError, NativeYamlError, zipfile.BadZipFile, KeyError, OSError) as exc:
         return None, f"{NOTE_PREFIX} not read from {wheel.name}: {exc}"
+    except (zlib.error, EOFError) as exc:
+        return None, f"{NOTE_PREFIX} not read from {wheel.name}: {LIBRARY} is damaged ({exc})"
+    except ImportError as exc:  # numpy, of the `backend` extra
+        return None, f"{NOTE_PREFIX} not read from {wheel.name}: reading it needs numpy ({exc})"
     if analysis is not None:
         analysis.put(key, calls)
     return calls, calls.describe()
@@ -78,6 +85,8 @@ def _read(
     formulas: tuple[str, str, str] | None,
     cache_root: Path,
 ) -> NativeCalls:
+    from selection.sources.elf import read_call_graph  # numpy: only to read a library
+
     source = f"{LIBRARY} of torch {version}"
     native_index = build_native_index(native[1], native[0])
     formula_index = build_formula_index(formulas[1], formulas[0]) if formulas else None

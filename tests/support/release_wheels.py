@@ -36,3 +36,19 @@ def write_wheel(
         json.dumps({"file": wheel.name, "size": wheel.stat().st_size})
     )
     return wheel
+
+
+def write_library_wheel(cache: Path, version: str, library: bytes, deflated: bool = False) -> Path:
+    """A cached wheel of torch `version` holding only torch/version.py and `library` as
+    torch/lib/libtorch_cpu.so (deflated or stored)."""
+    directory = cache / "wheels" / f"torch-{version}"
+    directory.mkdir(parents=True)
+    wheel = directory / f"torch-{version}-py3-none-any.whl"
+    compression = zipfile.ZIP_DEFLATED if deflated else zipfile.ZIP_STORED
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("torch/version.py", f"__version__ = '{version}'\n")
+        archive.writestr("torch/lib/libtorch_cpu.so", library, compress_type=compression)
+    (directory / "complete.json").write_text(
+        json.dumps({"file": wheel.name, "size": wheel.stat().st_size})
+    )
+    return wheel

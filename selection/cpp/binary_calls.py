@@ -10,7 +10,11 @@ From a kernel, helpers are followed up to `MAX_DEPTH` calls deep, but only in AT
 namespaces (`HELPER_NAMESPACES`: `at::native`, `at::meta`, the generated per-key wrappers,
 anonymous namespaces, the autograd formulas' helpers): TensorIterator, c10 and the standard
 library call no ops of their own worth a link, and following them would join unrelated
-kernels through shared utilities.
+kernels through shared utilities. The op API's inline wrappers, which GCC sometimes emits
+out of line (Functions.h's `at::convolution_symint`, TensorBody.h's `at::Tensor::select`), are
+transparent: a call of a function of `at::` or `at::Tensor` that itself calls
+`at::_ops::<op>::call` counts as a call of that op, at no depth (`CallGraph.wrapped_ops`);
+without that, `at::native::conv2d_symint` would not reach `convolution`.
 
 No numpy here (it is not a core dependency): only building the graph, in
 `CallGraph.from_edges` for selection.sources.elf, needs it.
@@ -41,6 +45,8 @@ HELPER_NAMESPACES: tuple[tuple[str, ...], ...] = (
     ("at", "compositeexplicitautogradnonfunctional"),
     ("torch", "autograd", "generated", "details"),
 )
+# where the op API's wrappers live: at::<op>, at::<op>_symint, at::<op>_out(f), at::Tensor::<op>
+WRAPPER_SCOPES: tuple[tuple[str, ...], ...] = (("at",), ("at", "Tensor"))
 _LENGTH = re.compile(rb"\d+")
 _QUALIFIERS = b"rVKL"  # cv-qualifiers and GCC's internal-linkage marker before a name
 
@@ -81,6 +87,11 @@ def is_helper(name: tuple[str, ...]) -> bool:
     return any(name[: len(space)] == space for space in HELPER_NAMESPACES)
 
 
+def is_wrapper_name(name: tuple[str, ...]) -> bool:
+    """`at::convolution_symint`, `at::Tensor::select`: where the op API's wrappers are."""
+    return len(name) >= 2 and name[:-1] in WRAPPER_SCOPES
+
+
 @dataclass
 class CallGraph:
     """Functions (then imported symbols) by id, and the direct calls between them (CSR)."""
@@ -93,6 +104,7 @@ class CallGraph:
     _qualified: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
     _by_name: dict[tuple[str, ...], list[int]] | None = field(default=None, repr=False)
     _by_mangled: dict[bytes, list[int]] | None = field(default=None, repr=False)
+    _wrapped: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_edges(
@@ -146,6 +158,19 @@ class CallGraph:
             else:
                 yield target
 
+    def wrapped_ops(self, node: int) -> tuple[str, ...]:
+        """The `at::_ops` structs `node` calls directly if it is an op-API wrapper (a function
+        of `at::` or `at::Tensor`: `at::convolution_symint` calls
+        `at::_ops::convolution::call`); () for any other function."""
+        found = self._wrapped.get(node)
+        if found is None:
+            found = ()
+            if node < self.functions and is_wrapper_name(self.qualified(node)):
+                structs = (op_struct(self.qualified(c)) for c in self.callees(node))
+                found = tuple(dict.fromkeys(s for s in structs if s is not None))
+            self._wrapped[node] = found
+        return found
+
     def _mangled(self) -> dict[bytes, list[int]]:
         if self._by_mangled is None:
             index: dict[bytes, list[int]] = {}
@@ -162,9 +187,10 @@ class OpCall:
 
 
 def ops_called(graph: CallGraph, roots: Sequence[int]) -> list[OpCall]:
-    """The ops `roots` (one C++ function's definitions) call, directly or through helpers of
-    ATen's namespaces at most MAX_DEPTH calls deep, each with the shortest helper chain (a
-    root's own clones, `.cold` parts, are not helpers of the chain)."""
+    """The ops `roots` (one C++ function's definitions) call, directly, through the op API's
+    wrappers or through helpers of ATen's namespaces at most MAX_DEPTH calls deep, each with
+    the shortest helper chain (a root's own clones, `.cold` parts, are not helpers of the
+    chain; a wrapper is no helper of it either)."""
     own = {graph.qualified(root) for root in roots}
     found: dict[str, OpCall] = {}
     seen = set(roots)
@@ -178,7 +204,11 @@ def ops_called(graph: CallGraph, roots: Sequence[int]) -> list[OpCall]:
             struct = op_struct(name)
             if struct is not None:
                 found.setdefault(struct, OpCall(struct, via))
-            elif callee not in seen and len(via) < MAX_DEPTH and is_helper(name):
+                continue
+            wrapped = graph.wrapped_ops(callee)
+            for op in wrapped:  # an op-API wrapper: its ops, at no depth
+                found.setdefault(op, OpCall(op, via))
+            if not wrapped and callee not in seen and len(via) < MAX_DEPTH and is_helper(name):
                 seen.add(callee)
                 queue.append((callee, via if name in own else (*via, "::".join(name))))
     return list(found.values())

@@ -8,13 +8,21 @@ reads it as it reads a real wheel's.
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
-from selection.cpp.binary_calls import BinaryCode, CallGraph, ops_called, qualified_name
+from selection.cpp.binary_calls import (
+    MAX_DEPTH,
+    BinaryCode,
+    CallGraph,
+    ops_called,
+    qualified_name,
+)
 from selection.cpp.native_index import FormulaIndex, build_formula_index, build_native_index
 from selection.links.native_calls import LIBRARY, native_call_uses
 from selection.pipeline import SelectOptions, prepare, run_pipeline
@@ -78,6 +86,50 @@ def test_helpers_in_atens_namespaces_are_followed_with_the_chain(library: CallGr
     by_struct = {c.struct: c.via for c in calls}
     assert by_struct["gather"] == ()
     assert any("_take_along_dim_helper" in step for via in by_struct.values() for step in via)
+
+
+def _graph(calls: dict[bytes, list[bytes]]) -> CallGraph:
+    """A call graph of mangled names: caller -> callees (every name a function)."""
+    names = list(dict.fromkeys([*calls, *(c for callees in calls.values() for c in callees)]))
+    edges = [(names.index(a), names.index(b)) for a, callees in calls.items() for b in callees]
+    callers = np.array([a for a, _ in edges], dtype=np.int64)
+    callees_ = np.array([b for _, b in edges], dtype=np.int64)
+    return CallGraph.from_edges("synthetic", names, callers, callees_, len(names))
+
+
+def test_op_api_wrappers_emitted_out_of_line_are_transparent() -> None:
+    """GCC emits some of Functions.h's and TensorBody.h's inline wrappers as functions:
+    a kernel calling `at::convolution_symint` or `at::Tensor::narrow` calls their ops, also
+    from a helper at the last depth followed; c10 is not a wrapper scope."""
+    convolution = b"_ZN2at4_ops11convolution4callERKNS_6TensorE"
+    helpers = [b"_ZN2at6native2h%dEv" % i for i in range(1, MAX_DEPTH + 2)]
+    graph = _graph(
+        {
+            b"_ZN2at6native6conv2dEv": [
+                b"_ZN2at18convolution_symintEv",
+                b"_ZN3c106detail5checkEv",
+                helpers[0],
+            ],
+            b"_ZN2at18convolution_symintEv": [convolution],
+            b"_ZN3c106detail5checkEv": [b"_ZN2at4_ops3add4callEv"],
+            **{a: [b] for a, b in itertools.pairwise(helpers)},
+            helpers[MAX_DEPTH - 1]: [helpers[MAX_DEPTH], b"_ZNK2at6Tensor6narrowEllll"],
+            b"_ZNK2at6Tensor6narrowEllll": [b"_ZN2at4_ops6narrow4callEv"],
+            helpers[MAX_DEPTH]: [b"_ZN2at4_ops3mul4callEv"],
+        }
+    )
+    calls = {c.struct: c.via for c in ops_called(graph, graph.defined(("at", "native", "conv2d")))}
+    assert calls["convolution"] == ()
+    assert len(calls["narrow"]) == MAX_DEPTH  # through the helpers, none for the wrapper
+    assert "add" not in calls and "mul" not in calls  # c10; a helper past MAX_DEPTH
+
+
+def test_conv2d_reaches_convolution_through_its_out_of_line_wrapper(library: CallGraph) -> None:
+    """2.13.0's at::native::conv2d_symint calls at::convolution_symint (an .isra clone of
+    Functions.h's inline wrapper), which calls at::_ops::convolution::call: so a change to
+    meta_conv (registered for aten.convolution) reaches conv2d's traced tests."""
+    kernel = library.defined(("at", "native", "conv2d_symint"))
+    assert "convolution" in {c.struct for c in ops_called(library, kernel)}
 
 
 NATIVE = """

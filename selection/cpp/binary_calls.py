@@ -26,7 +26,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from selection.links.native_calls import META_FUNC, Called, Definition
 
@@ -145,6 +145,11 @@ class CallGraph:
             self._by_name = index
         return self._by_name.get(name, [])
 
+    def helper_names(self) -> list[tuple[str, ...]]:
+        """The qualified names of the functions in ATen's helper namespaces."""
+        self.defined(())
+        return list(self._by_name or ())
+
     def callees(self, node: int) -> Iterable[int]:
         """What `node` calls; a call of an import resolves to this library's definitions of
         that exact symbol (a call of an exported function goes through the PLT)."""
@@ -180,8 +185,7 @@ class CallGraph:
         return self._by_mangled
 
 
-@dataclass(frozen=True)
-class OpCall:
+class OpCall(NamedTuple):  # a tuple: a library's ~15,000 of them pickle small
     struct: str  # at::_ops struct: "avg_pool2d", "squeeze_dim"
     via: tuple[str, ...]  # the helpers between the root and the call ("" components joined)
 
@@ -217,16 +221,48 @@ def ops_called(graph: CallGraph, roots: Sequence[int]) -> list[OpCall]:
 FORMULA_HELPERS = (("torch", "autograd", "generated", "details"), ("at", "native"))
 
 
-class BinaryCode:
-    """`KernelCode` (selection.links.native_calls) over a release library's call graph: a
-    kernel `k` is `at::native::k` or the structured `at::native::structured_k::impl`, a
-    TORCH_META_FUNC `add.Tensor` is `at::meta::structured_add_Tensor::meta`, a formula
-    helper lives in `torch::autograd::generated::details` (FunctionsManual) or `at::native`."""
+def is_kernel_or_helper(name: tuple[str, ...]) -> bool:
+    """What BinaryCode may look up: a kernel `at::native::k`, a structured kernel
+    `at::native::structured_k::impl`, a TORCH_META_FUNC `at::meta::structured_m::meta`, a
+    formula helper `torch::autograd::generated::details::h` (or `at::native::h`)."""
+    if len(name) == 3:
+        return name[:2] == ("at", "native")
+    if len(name) == 4 and name[2].startswith("structured_"):
+        return (name[0], name[1], name[3]) in (("at", "native", "impl"), ("at", "meta", "meta"))
+    return len(name) == 5 and name[:4] == FORMULA_HELPERS[0]
 
-    def __init__(self, graph: CallGraph, ops: Iterable[str], source: str, path: str) -> None:
-        self.graph, self.source, self.path = graph, source, path
+
+@dataclass(frozen=True)
+class LibraryCalls:
+    """The ops each function of a library that may be a kernel or a formula helper calls
+    (those calling none included): the part of the analysis that depends on the library
+    alone, kept per wheel while native_functions.yaml changes (selection.sources.native_binary)."""
+
+    source: str  # what was read: `torch-2.13.0-....whl:torch/lib/libtorch_cpu.so`
+    calls: dict[str, tuple[OpCall, ...]]  # `at::native::avg_pool1d` -> what it calls
+
+
+def library_calls(graph: CallGraph) -> LibraryCalls:
+    names = [name for name in graph.helper_names() if is_kernel_or_helper(name)]
+    return LibraryCalls(
+        graph.source,
+        {"::".join(name): tuple(ops_called(graph, graph.defined(name))) for name in names},
+    )
+
+
+class BinaryCode:
+    """`KernelCode` (selection.links.native_calls) over what a release library's functions
+    call (`LibraryCalls`): a kernel `k` is `at::native::k` or the structured
+    `at::native::structured_k::impl`, a TORCH_META_FUNC `add.Tensor` is
+    `at::meta::structured_add_Tensor::meta`, a formula helper lives in
+    `torch::autograd::generated::details` (FunctionsManual) or `at::native`. Each definition
+    is built once, however many keys or formulas ask for it."""
+
+    def __init__(self, library: LibraryCalls, ops: Iterable[str], source: str, path: str) -> None:
+        self.library, self.source, self.path = library, source, path
         # `at::_ops` struct -> overload: `squeeze_dim` -> `squeeze.dim`, `add__Tensor` -> `add_.Tensor`
         self.structs = {op.replace(".", "_"): op for op in ops}
+        self._definitions: dict[str, Definition | None] = {}
 
     def kernel(self, kernel: str, key: str) -> list[Definition]:
         names: list[tuple[str, ...]]
@@ -244,12 +280,18 @@ class BinaryCode:
         return []
 
     def _definition(self, name: tuple[str, ...]) -> Definition | None:
-        nodes = self.graph.defined(name)
-        if not nodes:
+        symbol = "::".join(name)
+        if symbol not in self._definitions:
+            self._definitions[symbol] = self._build(symbol)
+        return self._definitions[symbol]
+
+    def _build(self, symbol: str) -> Definition | None:
+        found = self.library.calls.get(symbol)
+        if found is None:
             return None
         calls = [
             Called(self.structs[c.struct], f"at::_ops::{c.struct}::call", c.via)
-            for c in ops_called(self.graph, nodes)
+            for c in found
             if c.struct in self.structs
         ]
-        return Definition(self.path, "::".join(name), tuple(calls))
+        return Definition(self.path, symbol, tuple(calls))

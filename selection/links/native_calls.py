@@ -97,7 +97,7 @@ class NativeCalls:
     source: str  # what was read: "torch/lib/libtorch_cpu.so of torch 2.13.0"
     kernels: Calls  # kind native-call
     formulas: Calls  # kind derivative: through a formula's C++ helpers
-    kernels_read: int  # kernels found
+    kernels_read: int  # kernel definitions found (each once)
     helpers_read: int  # formula helpers found
 
     def describe(self) -> str:
@@ -116,17 +116,17 @@ def native_call_uses(
     """The edges, over the ops of native_functions.yaml (`ops`: overloads or base names)."""
     bases = {op.split(".", 1)[0] for op in ops}
     kernels: dict[str, dict[str, Step]] = {}
-    read = 0
+    read: set[tuple[str, str]] = set()  # a kernel serving two keys is one kernel read
     for kernel, key, users in _traced_kernels(native):
         for definition in code.kernel(kernel, key):
-            read += 1
+            read.add((definition.path, definition.symbol))
             for call in definition.calls:
                 for user in users:
                     how = f"{key} kernel of {user} calls {call.api}{_through(call)}"
                     step = Step(definition.path, definition.symbol, how)
                     _add(kernels, user, call.op, bases, step)
     grads, helpers = _formula_helper_calls(code, formulas, bases)
-    return NativeCalls(code.source, _frozen(kernels), _frozen(grads), read, helpers)
+    return NativeCalls(code.source, _frozen(kernels), _frozen(grads), len(read), helpers)
 
 
 def _traced_kernels(native: NativeIndex) -> Iterable[tuple[str, str, list[str]]]:

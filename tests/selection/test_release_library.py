@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from selection.links.native_calls import NOTE_PREFIX
+from selection.cpp.binary_calls import LibraryCalls
+from selection.links.native_calls import NOTE_PREFIX, NativeCalls
+from selection.sources import native_binary
+from selection.sources.analysis_cache import AnalysisCache
 from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.native_binary import release_native_calls
 from selection.sources.tree import DirTree
@@ -97,6 +100,51 @@ def test_a_damaged_wheel_member_is_a_note(tmp_path: Path) -> None:
     calls, note = release_native_calls("9.1.0", tmp_path / "cache", _head(tmp_path / "head"), None)
     assert calls is None
     assert note.startswith(f"{NOTE_PREFIX} not read from {wheel.name}: ") and "\n" not in note
+
+
+def _refuse_to_read(*_: object) -> LibraryCalls:
+    raise AssertionError("the library was read again")
+
+
+def _run(tmp_path: Path, head: DirTree) -> tuple[NativeCalls | None, str]:
+    """One run's read, with the analysis cache every run opens (closed: written)."""
+    analysis = AnalysisCache(tmp_path / "cache" / "analysis.sqlite")
+    try:
+        return release_native_calls("9.1.0", tmp_path / "cache", head, analysis)
+    finally:
+        analysis.close()
+
+
+def test_a_warm_run_reads_no_library_even_after_a_yaml_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the library's functions call is kept per wheel and joined with the head's yaml
+    on every run: a --diff editing native_functions.yaml does not re-read 430 MB."""
+    write_library_wheel(tmp_path / "cache", "9.1.0", _library())
+    cold, note = _run(tmp_path, _head(tmp_path / "head"))
+    assert cold is not None and [c for c, _ in cold.kernels["relu6"]] == ["hardtanh"], note
+    monkeypatch.setattr(native_binary, "read_library", _refuse_to_read)
+    edited = _head(tmp_path / "edited")
+    (tmp_path / "edited" / NATIVE_YAML).write_text(NATIVE.replace("CPU: hardtanh", "CPU: ht"))
+    warm, warm_note = _run(tmp_path, edited)
+    assert warm is not None and warm.kernels == cold.kernels
+    assert warm_note == note
+
+
+def test_an_unreadable_library_is_remembered_and_its_header_read_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An aarch64 wheel's library: refused on its first 64 bytes, before extracting; the next
+    run gives the same note without opening the wheel's library again."""
+    aarch64 = patched(_library(), 0x12, "<H", 0xB7)
+    write_library_wheel(tmp_path / "cache", "9.1.0", aarch64)
+    extracted: list[Path] = []
+    monkeypatch.setattr(native_binary.shutil, "copyfileobj", lambda *a: extracted.append(a[1]))
+    calls, note = _run(tmp_path, _head(tmp_path / "head"))
+    assert calls is None and note.endswith("libtorch_cpu.so: not an x86-64 binary")
+    assert not extracted
+    monkeypatch.setattr(native_binary, "read_library", _refuse_to_read)
+    assert _run(tmp_path, DirTree(tmp_path / "head")) == (None, note)
 
 
 def _without_numpy(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -92,15 +92,17 @@ class AnalysisCache:
         return "\0".join((analysis_version(), *parts))
 
     def get(self, key: str) -> Any | None:
+        """The value, or None: never stored, or stored but no longer readable (a damaged
+        entry, a class since renamed) -- a miss either way."""
         if key in self._pending:
-            return pickle.loads(self._pending[key])
+            return _unpickled(self._pending[key])
         if self._db is None:
             return None
         try:
             row = self._db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
-            return pickle.loads(row[0]) if row else None
-        except (sqlite3.Error, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        except sqlite3.Error:
             return None
+        return _unpickled(row[0]) if row else None
 
     def put(self, key: str, value: Any) -> None:
         self._pending[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
@@ -124,3 +126,13 @@ class AnalysisCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _unpickled(data: bytes) -> Any | None:
+    """pickle.loads can raise nearly anything on damaged bytes (UnpicklingError, EOFError,
+    UnicodeDecodeError, ValueError, TypeError, MemoryError, a missing class's AttributeError or
+    ImportError, ...): each is a miss."""
+    try:
+        return pickle.loads(data)
+    except Exception:
+        return None

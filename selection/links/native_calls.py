@@ -52,12 +52,28 @@ NOTE_PREFIX = "C++ calls between ops"  # every note on them starts so (the repor
 META_FUNC = "Meta (structured)"  # a TORCH_META_FUNC: the kernel is the meta's name
 
 # The modules whose code decides the edges: their cached results are keyed by these sources.
+# Every module one of them imports at module level is one of them (a test checks it).
 DECIDERS = (
     "selection.links.native_calls",
-    "selection.cpp.binary_calls",
-    "selection.cpp.source_calls",
+    "selection.links.base",
     "selection.cpp.native_index",
+    "selection.native_yaml",
+    "selection.devices",
+    "selection.model",
+    # a release's library
+    "selection.cpp.binary_calls",
     "selection.sources.elf",
+    "selection.sources.elf_file",
+    # a clone's C++ source, and the C++ reader it goes through
+    "selection.cpp.source_calls",
+    "selection.cpp.corpus",
+    "selection.cpp.items",
+    "selection.cpp.paths",
+    "selection.cpp.reader",
+    "selection.cpp.scan",
+    "selection.cpp.tokens",
+    "selection.cpp.macros",
+    "selection.cpp.declarators",
 )
 
 Calls = dict[str, tuple[tuple[str, Step], ...]]  # op (base) -> (called op (base), evidence)

@@ -40,13 +40,18 @@ from selection.sources.elf_file import HEADER_SIZE, ElfError, check_header
 from selection.sources.tree import SourceTree
 from selection.sources.wheels import cached_wheel
 
-# The modules whose code decides what a library's functions call (the cached LibraryCalls)
-# or why it could not be read (the cached Unreadable).
+# The modules whose code decides what a library's functions call (the cached LibraryCalls:
+# the library's readers and what they import) or why it could not be read (Unreadable).
 LIBRARY_DECIDERS = (
     "selection.cpp.binary_calls",
-    "selection.links.native_calls",
     "selection.sources.elf",
     "selection.sources.elf_file",
+    "selection.links.native_calls",
+    "selection.links.base",
+    "selection.cpp.native_index",
+    "selection.native_yaml",
+    "selection.devices",
+    "selection.model",
     "selection.sources.native_binary",
 )
 

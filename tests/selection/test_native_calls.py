@@ -8,8 +8,11 @@ reads it as it reads a real wheel's.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import itertools
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +30,10 @@ from selection.cpp.binary_calls import (
     qualified_name,
 )
 from selection.cpp.native_index import FormulaIndex, build_formula_index, build_native_index
-from selection.links.native_calls import LIBRARY, native_call_uses
+from selection.links.native_calls import DECIDERS, LIBRARY, native_call_uses
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.sources.elf import ElfError, read_call_graph
+from selection.sources.native_binary import LIBRARY_DECIDERS
 from selection.sources.release_tests import ReleaseTestSource
 from selection.state import PipelineState
 from tests.support.observed_runs import linked_ops, manifest_file
@@ -138,6 +142,40 @@ def test_conv2d_reaches_convolution_through_its_out_of_line_wrapper(library: Cal
     meta_conv (registered for aten.convolution) reaches conv2d's traced tests."""
     kernel = library.defined(("at", "native", "conv2d_symint"))
     assert "convolution" in {c.struct for c in ops_called(library, kernel)}
+
+
+def _imported(module: str) -> set[str]:
+    """The `selection` modules `module` imports at module level (not under TYPE_CHECKING)."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("selection."):
+            found.add(str(node.module))
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("selection.")}
+    return found
+
+
+def _closure(modules: Iterable[str]) -> set[str]:
+    seen: set[str] = set()
+    pending = list(modules)
+    while pending:
+        module = pending.pop()
+        if module not in seen:
+            seen.add(module)
+            pending.extend(_imported(module))
+    return seen
+
+
+def test_cached_calls_are_keyed_by_every_module_computing_them() -> None:
+    """A cached result is stale once the code computing it changes: the cache keys hash the
+    sources of DECIDERS (clone reads) and LIBRARY_DECIDERS (a library's calls), which must
+    hold what their modules import (native_yaml parses the yaml, links.base makes the Step)."""
+    assert _closure(DECIDERS) == set(DECIDERS)
+    readers = ("selection.cpp.binary_calls", "selection.sources.elf")
+    assert _closure(readers) <= set(LIBRARY_DECIDERS)
 
 
 NATIVE = """

@@ -190,7 +190,7 @@ def _body_uses(
     graph = explorer.build()
     return {
         (t.file, t.test_class, t.method): body_uses(
-            graph, Target.template(t.file, t.test_class, t.method), explorer.methods_of
+            graph, Target.template(t.file, t.test_class, t.method), explorer.constructed_methods
         )
         for t in templates
     }

@@ -32,10 +32,9 @@ from selection.links.base import Link, Step, Target
 from selection.links.calls import TENSOR_MODULE, constructs_owner
 from selection.links.graph import Edge
 from selection.python.chains import last_name
+from selection.python.summary import ACCESSOR_DECORATORS
 
 TENSOR_CLASS = "Tensor"
-# Decorators that make a method something other than a call by name (`x.real` is read).
-_NOT_CALLED = {"property", "cached_property", "setter", "getter", "deleter"}
 
 
 @dataclass(frozen=True)
@@ -101,6 +100,6 @@ def called_by_name(module: ast.Module | None, method: str) -> bool:
                 if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method
             ]
             return bool(defs) and not any(
-                last_name(x) in _NOT_CALLED for d in defs for x in d.decorator_list
+                last_name(x) in ACCESSOR_DECORATORS for d in defs for x in d.decorator_list
             )
     return False

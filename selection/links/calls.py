@@ -9,8 +9,9 @@ of that name of the module's own classes (`params.gen_input_params()` on an inst
 class picked from a dict), and otherwise left out (a template calling `.add()` to build its
 inputs is not "dispatching to add").
 A class that is constructed or called is used with all its methods, inherited ones included
-(any of them may run on the instance); a plain reference, an argument (`isinstance`) or a
-subclass reads only its body.
+(any of them may run on the instance), except `Tensor`'s plain methods, which every call
+naming them reaches already (`named_tensor_method`); a plain reference, an argument
+(`isinstance`) or a subclass reads only its body.
 """
 
 from __future__ import annotations
@@ -59,6 +60,30 @@ def _method_fallback(
     if not library:
         return [Target.function(summary.path, q) for q in own_methods(summary).get(name, ())]
     return []
+
+
+def constructed_methods(
+    cls: Target, methods_of: Callable[[Target], list[Target]], tensor: ModuleSummary | None
+) -> list[Target]:
+    """The methods that may run on an instance of a constructed class `cls` (`methods_of`:
+    its own and its bases'), less `Tensor`'s plain methods (`named_tensor_method`); none
+    for anything but a class."""
+    return [m for m in methods_of(cls) if not named_tensor_method(m, tensor)]
+
+
+def named_tensor_method(method: Target, tensor: ModuleSummary | None) -> bool:
+    """A plain method of `Tensor` (no dunder, no accessor): it runs only where a call names
+    it, and every call naming it on an object of unknown type is linked to it
+    (`_method_fallback`), so constructing a tensor (`Module._apply` builds a `Parameter`) is
+    no use of it. Dunders run without being named (`a & b`), accessors are read (`x.real`)."""
+    if tensor is None or method.path != TENSOR_MODULE or method.kind != "function":
+        return False
+    owner, _, name = method.name.partition(".")
+    if owner != "Tensor" or not name or "." in name:
+        return False
+    return not (name.startswith("__") and name.endswith("__")) and method.name not in (
+        tensor.accessors
+    )
 
 
 def own_methods(summary: ModuleSummary) -> dict[str, list[str]]:
@@ -131,5 +156,5 @@ def uses_of(
                 continue  # a class compared as a value (selection.python.summary)
             yield target, KIND, step
             if use.how in CONSTRUCTING:
-                for method in methods_of(target):
+                for method in constructed_methods(target, methods_of, tensor):
                     yield method, KIND, step

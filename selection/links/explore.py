@@ -16,7 +16,13 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from selection.links.base import Step, Target
 from selection.links.callables import callable_uses
-from selection.links.calls import TENSOR_MODULE, device_uses_of, own_methods, uses_of
+from selection.links.calls import (
+    TENSOR_MODULE,
+    constructed_methods,
+    device_uses_of,
+    own_methods,
+    uses_of,
+)
 from selection.links.derivatives import Derived, derivative_uses
 from selection.links.dispatch import dispatch_uses
 from selection.links.entry_arguments import argument_uses, entry_target
@@ -136,6 +142,10 @@ class Explorer:
             and is_database_file(target.path)
         )
 
+    def constructed_methods(self, cls: Target) -> list[Target]:
+        """The methods that may run on an instance of `cls` (calls.constructed_methods)."""
+        return constructed_methods(cls, self.methods_of, self.summary(TENSOR_MODULE))
+
     def methods_of(self, target: Target, depth: int = 0) -> list[Target]:
         """The methods of a class target, its bases' included (none for anything else)."""
         if target.kind != "function" or "." in target.name or depth > 8:
@@ -245,7 +255,7 @@ class Explorer:
                 node,
                 template.recorded_uses,
                 self.resolver,
-                self.methods_of,
+                self.constructed_methods,
                 template.recorded_from,
             )
             return

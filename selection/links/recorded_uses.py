@@ -33,6 +33,7 @@ from selection.python.resolver import Resolver
 from selection.templates import Template
 
 KIND = "call"  # the kind of a read body's uses (selection.links.calls)
+Constructed = Callable[[Target], list[Target]]  # a class -> the methods its instances may run
 ATEN, SUBSYSTEM = "aten:", "subsystem:"
 
 
@@ -48,12 +49,11 @@ def encode(target: Target) -> str | None:
     return None
 
 
-def body_uses(
-    graph: LinkGraph, template: Target, methods_of: Callable[[Target], list[Target]]
-) -> list[str]:
+def body_uses(graph: LinkGraph, template: Target, constructed: Constructed) -> list[str]:
     """What a read template's body reaches outside `test/`, its file's helpers followed, as
-    sorted recorded names (for the layout generator). A class's methods (its bases' too)
-    are left out where the class is there: `decode`'s reader adds them back."""
+    sorted recorded names (for the layout generator). The methods a class's construction
+    brings (`constructed`: selection.links.calls.constructed_methods) are left out where
+    the class is there: `recorded_uses` adds them back."""
     found: set[Target] = set()
     seen: set[Target] = {template}
     queue = deque([template])
@@ -66,7 +66,7 @@ def body_uses(
                     queue.append(used)
             elif encode(used) is not None:
                 found.add(used)
-    implied = {method for target in found for method in methods_of(target)}
+    implied = {method for target in found for method in constructed(target)}
     return sorted({name for t in found - implied if (name := encode(t)) is not None})
 
 
@@ -89,16 +89,17 @@ def recorded_uses(
     template: Target,
     names: Iterable[str],
     resolver: Resolver,
-    methods_of: Callable[[Target], list[Target]],
+    constructed: Constructed,
     source: str,
 ) -> Iterator[tuple[Target, str, Step]]:
-    """The edges of a template whose body is known only by its recorded uses."""
+    """The edges of a template whose body is known only by its recorded uses; a class
+    brings the methods its construction may run (`constructed`)."""
     where = f"{template.scope}.{template.name}"
     for name in names:
         step = Step(template.path, where, f"uses {name} (recorded from {source})")
         for target in decode(name, resolver):
             yield target, KIND, step
-            for method in methods_of(target):
+            for method in constructed(target):
                 yield method, KIND, step
 
 

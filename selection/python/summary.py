@@ -23,7 +23,7 @@ from selection.links.registrations import (
     registrations_in,
 )
 from selection.pyast import MODULE_SYMBOL, Symbol, module_symbols
-from selection.python.chains import Chain, aten_in_chain, chain_of
+from selection.python.chains import Chain, aten_in_chain, chain_of, last_name
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
@@ -81,6 +81,8 @@ class ModuleSummary:
     load_uses: tuple[Use, ...] = ()
     # assignments and classes whose load-time code calls something
     calls_on_load: frozenset[str] = frozenset()
+    # methods read as attributes, not called (`@property`, `@cached_property`, setters)
+    accessors: frozenset[str] = frozenset()
 
 
 def summarize(
@@ -106,6 +108,7 @@ def summarize(
         tree, lambda module, level: names.absolute(path, module, level)
     )
     summary.load_uses = _load_uses(tree, tests)
+    summary.accessors = frozenset(q for q, symbol in symbols.items() if is_accessor(symbol))
     summary.calls_on_load = frozenset(
         q
         for q, symbol in symbols.items()
@@ -117,6 +120,17 @@ def summarize(
         summary.inferring_factories = inferring_factories(symbols)
         summary.pending_registrations = pending_factory_calls(symbols, summary.aten_aliases)
     return summary
+
+
+# Decorators that make a method something other than a call by name (`x.real` is read).
+ACCESSOR_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
+
+
+def is_accessor(symbol: Symbol) -> bool:
+    """A method some definition of which is a property, a cached property or an accessor."""
+    return symbol.kind == "method" and any(
+        last_name(x) in ACCESSOR_DECORATORS for d in symbol.definitions for x in d.decorator_list
+    )
 
 
 def _drop_registered_ops(summary: ModuleSummary, symbols: dict[str, Symbol]) -> None:

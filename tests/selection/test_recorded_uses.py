@@ -93,7 +93,7 @@ def _recorded_side(upstream: UpstreamRepo) -> tuple[ParsedTrees, list[Template],
     explorer, graph = _graph(trees, read)
     uses = {
         (t.file, t.test_class, t.method): body_uses(
-            graph, Target.template(t.file, t.test_class, t.method), explorer.methods_of
+            graph, Target.template(t.file, t.test_class, t.method), explorer.constructed_methods
         )
         for t in read
     }
@@ -141,7 +141,7 @@ def test_a_class_is_recorded_once_and_stands_for_its_methods(upstream: UpstreamR
     explorer, _ = _graph(ParsedTrees(WithoutTests(DirTree(upstream.path))), recorded)
     root = Target.template("test/test_plain.py", "TestPlain", "test_builds_a_test_case")
     used = {t for t, _, _ in recorded_uses(root, builds.recorded_uses, explorer.resolver,
-                                          explorer.methods_of, "x")}  # fmt: skip
+                                          explorer.constructed_methods, "x")}  # fmt: skip
     assert Target.function(f"{INTERNAL}/common_utils.py", "TestCase.assertClose") in used
 
 

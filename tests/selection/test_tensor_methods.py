@@ -1,0 +1,84 @@
+"""A modified `Tensor` method defined in Python: constructing a tensor (a subclass built by
+`Module._apply`, samples wrapped in a `Tensor`) runs its dunders and accessors, never a
+plain method; a plain method runs where a call names it (`x.scaled()`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selection.state import PipelineState
+from tests.support.observed_runs import linked_ops, select_from
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+
+DATABASE = f"{INTERNAL}/common_methods_invocations.py"
+TENSOR = "torch/_tensor.py"
+HELPERS = "torch/_wrapping.py"
+
+BASE_TENSOR = """import torch
+
+
+class Tensor(torch._C.TensorBase):
+    def __deepcopy__(self, memo):
+        return self.clone()
+
+    @property
+    def doubled(self):
+        return self * 2
+
+    def scaled(self, factor):
+        return self * factor
+"""
+WRAPPING = """from torch._tensor import Tensor
+
+
+def wrap(x):
+    return Tensor(x)
+
+
+def scale(x):
+    return x.scaled(3)
+"""
+
+
+def _select(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str
+) -> PipelineState:
+    upstream.reset()
+    upstream.write(TENSOR, BASE_TENSOR)
+    upstream.write(HELPERS, WRAPPING)
+    upstream.write(DATABASE, "from torch._wrapping import scale, wrap\n" + upstream.read(DATABASE))
+    upstream.edit(  # add's samples construct a Tensor
+        DATABASE,
+        "    yield SampleInput(torch.ones(3, device=device, dtype=dtype), args=(2,))\n",
+        "    yield SampleInput(wrap(torch.ones(3, device=device, dtype=dtype)), args=(2,))\n",
+    )
+    upstream.edit(  # mul's samples call library code that names the method
+        DATABASE,
+        "    yield SampleInput(torch.ones(4, device=device, dtype=dtype), args=(3,))\n",
+        "    yield SampleInput(scale(torch.ones(4, device=device, dtype=dtype)), args=(3,))\n",
+    )
+    base = upstream.commit("samples that wrap and scale")
+    upstream.edit(TENSOR, old, new)
+    head = upstream.commit("a Tensor method changed")
+    return select_from(upstream, manifest, base, head, tmp_path)
+
+
+def test_a_plain_method_is_reached_by_calls_naming_it_not_by_constructions(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    state = _select(upstream, manifest, tmp_path, "return self * factor", "return self + factor")
+    assert {op for op, _ in linked_ops(state)} == {"mul"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("return self.clone()", "return self.detach()"), ("return self * 2", "return self + 2")],
+    ids=["dunder", "property"],
+)
+def test_dunders_and_accessors_stay_reached_by_constructions(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str
+) -> None:
+    state = _select(upstream, manifest, tmp_path, old, new)
+    assert "add" in {op for op, _ in linked_ops(state)}

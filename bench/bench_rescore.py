@@ -34,28 +34,50 @@ from mutation_runs import VERSION, select_modes  # noqa: E402
 from mutations.table import markdown, misses  # noqa: E402
 from mutations.truth import is_single_op  # noqa: E402
 
+REQUIRED = ("id", "kind", "patch", "truth")  # what re-judging a row needs
+
 
 def _rows(
     paths: list[Path], ids: list[str] | None, kinds: list[str] | None
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The rows to re-select, and the chosen rows that cannot be (id -> the fields they lack:
+    a `--no-truth` run stores no truth)."""
     rows: dict[str, dict[str, Any]] = {}
+    unusable: dict[str, tuple[str, str]] = {}  # id -> (kind, what it lacks)
     for path in paths:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
             found = doc["results"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SystemExit(f"{path}: not a bench_mutations.py results file ({exc})") from exc
-        for row in found:
-            rows[row["id"]] = row  # a later file's row replaces an earlier one
-    chosen = [
-        r
-        for r in rows.values()
-        if (not ids or r["id"] in ids) and (not kinds or r["kind"] in kinds)
-    ]
-    missing = sorted(set(ids or ()) - {r["id"] for r in chosen})
+        for number, row in enumerate(found, 1):
+            fields = row if isinstance(row, dict) else {}
+            name = str(fields.get("id", f"{path.name} row {number}"))
+            lacking = [f for f in REQUIRED if f not in fields]
+            if lacking:  # a later file's row replaces an earlier one, unusable or not
+                rows.pop(name, None)
+                unusable[name] = (str(fields.get("kind", "")), ", ".join(lacking))
+            else:
+                unusable.pop(name, None)
+                rows[name] = fields
+
+    def wanted(name: str, kind: str) -> bool:
+        return (not ids or name in ids) and (not kinds or kind in kinds)
+
+    chosen = [r for name, r in rows.items() if wanted(name, r["kind"])]
+    left = {name: why for name, (kind, why) in unusable.items() if wanted(name, kind)}
+    missing = sorted(set(ids or ()) - set(rows) - set(unusable))
     if missing:
         raise SystemExit(f"--ids: {missing[0]!r} is in none of the results files")
-    return chosen
+    return chosen, left
+
+
+def unusable_line(unusable: dict[str, str]) -> str:
+    """One line naming the rows left out, or "" for none."""
+    if not unusable:
+        return ""
+    named = "; ".join(f"{name} (no {why})" for name, why in sorted(unusable.items()))
+    return f"{len(unusable)} rows unusable, left out: {named}"
 
 
 def main(argv: list[str]) -> int:
@@ -71,8 +93,10 @@ def main(argv: list[str]) -> int:
 
     from selection.sources.deps_store import UnusableMap, load_observed
 
-    rows = _rows(args.results, args.ids, args.kinds)
+    rows, unusable = _rows(args.results, args.ids, args.kinds)
     console = Console(stderr=True)
+    if unusable:
+        console.print(unusable_line(unusable), highlight=False, soft_wrap=True, markup=False)
     try:
         observed = load_observed(args.cache_dir, VERSION, "spyre")
     except UnusableMap as exc:
@@ -101,6 +125,8 @@ def main(argv: list[str]) -> int:
     names = " ".join(str(p) for p in args.results)
     print(f"python bench/bench_rescore.py {names}: {len(rescored)} mutations re-selected, "
           f"wall {wall / 60:.1f} min")  # fmt: skip
+    if unusable:
+        print(unusable_line(unusable))
     print(markdown(rescored, shown))
     for mode, label in shown:
         found = misses(rescored, mode)

@@ -212,7 +212,7 @@ def prepare(
     observed, deps_note = _observed(options, base, base_trees, given)
     extra.append(deps_note)
     analysis = AnalysisCache(options.cache / "analysis.sqlite")
-    native_calls = None
+    native_calls, calls_note = None, ""
     # a release's library holds its C++ calls between ops (a wheel has no C++ source); a
     # --diff onto a release runs that release's library
     on_release = mode == "release" or (mode == "diff" and options.pytorch_repo is None)
@@ -237,6 +237,7 @@ def prepare(
         cache=analysis,
         unanalysed=excluded,
         native_calls=native_calls,
+        native_calls_note=calls_note,
     )
     return request, extra
 

@@ -54,6 +54,8 @@ class SelectionRequest:
     cache: AnalysisCache | None = None
     # the C++ calls between ops of the head's release library (selection.links.native_calls)
     native_calls: NativeCalls | None = None
+    # what was said of them ("" when the head is a clone: the map stage reads its C++ source)
+    native_calls_note: str = ""
 
 
 @dataclass

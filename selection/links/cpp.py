@@ -40,7 +40,7 @@ from selection.cpp.scan import definitions_by_scan
 from selection.cpp.source_calls import SourceCode
 from selection.links.base import Link, Outcome, Target
 from selection.links.index import LinkIndex
-from selection.links.native_calls import DECIDERS, NativeCalls, native_call_uses
+from selection.links.native_calls import DECIDERS, NOTE_PREFIX, NativeCalls, native_call_uses
 from selection.model import ChangeKind, CppChange
 from selection.native_yaml import NativeYamlError
 from selection.sources.analysis_cache import modules_digest
@@ -149,6 +149,16 @@ def head_native_calls(index: LinkIndex) -> NativeCalls | None:
     if cache is not None:
         cache.put(key, found)
     return found
+
+
+def clone_calls_note(index: LinkIndex) -> str:
+    """The run's note on a clone's C++ calls between ops: what was read, or why nothing was."""
+    calls = index.explorer.native_calls
+    if calls is not None:
+        return calls.describe()
+    if index.head.tree.read(NATIVE_FUNCTIONS_PATHS[0]) is None:
+        return f"{NOTE_PREFIX}: the head has no {NATIVE_FUNCTIONS_PATHS[0]}"
+    return f"{NOTE_PREFIX}: {cpp_indexes(index).problem or 'none read'}"
 
 
 def release_cpp_blind_spot(index: LinkIndex) -> CppBlindSpot | None:

@@ -3,7 +3,7 @@ the link kinds of selection.links)."""
 
 from __future__ import annotations
 
-from selection.links.cpp import release_cpp_blind_spot
+from selection.links.cpp import clone_calls_note, release_cpp_blind_spot
 from selection.links.recorded_uses import recorded_bodies_note
 from selection.links.startup import load_time_functions, startup_modules
 from selection.mapping import Mapper
@@ -30,9 +30,8 @@ class MapStage:
             cpp = release_cpp_blind_spot(index)
             if cpp is not None:
                 state.blind_spots.append(cpp.text)
-        calls = index.explorer.native_calls
-        if calls is not None and index.native_calls is None:  # read from a clone's C++
-            state.notes.append(calls.describe())
+        if state.request.mode != "release" and not state.request.native_calls_note:
+            state.notes.append(clone_calls_note(index))  # a clone's C++, read with the graph
         recorded = recorded_bodies_note(universe.templates, index.explorer.resolver)
         if recorded is not None:
             state.notes.append(recorded)

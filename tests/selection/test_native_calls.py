@@ -30,7 +30,7 @@ from selection.cpp.binary_calls import (
     qualified_name,
 )
 from selection.cpp.native_index import FormulaIndex, build_formula_index, build_native_index
-from selection.links.native_calls import DECIDERS, LIBRARY, native_call_uses
+from selection.links.native_calls import DECIDERS, LIBRARY, NOTE_PREFIX, native_call_uses
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.native_binary import LIBRARY_DECIDERS
@@ -442,3 +442,22 @@ def test_a_decomposition_change_in_a_pr_reaches_the_ops_whose_kernels_call_it(
     }
     assert reached == {"test_fake"}
     assert any("C++ calls between ops from the head's C++ source" in n for n in state.notes)
+
+
+def test_a_clone_without_native_functions_yaml_says_why_there_are_no_calls(
+    tmp_path: Path,
+) -> None:
+    """The report shows where the C++ calls between ops came from or why there were none: a
+    head without aten/src/ATen/native/native_functions.yaml (range and PR modes) gives none."""
+    from selection.outputs.report import calls_note
+    from tests.support.observed_runs import select_head
+
+    upstream = build_upstream(tmp_path / "pytorch")
+    _, manifest_text = add_library(upstream, MANIFEST)
+    upstream.base = upstream.commit("the library, no C++")
+    (tmp_path / "manifests").mkdir()
+    manifest = manifest_file(tmp_path / "manifests", manifest_text)
+    exp = "\n\n@register_decomposition([aten.exp"
+    head = upstream.change(DECOMPOSITIONS, exp, HARDTANH_DECOMPOSITION + exp)
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert calls_note(state.notes) == f"{NOTE_PREFIX}: the head has no {CLONE_NATIVE}"

@@ -21,7 +21,8 @@ Where the calls come from (`KernelCode`, one contract, two readers):
 - a release (release mode, or a `--diff` onto one): its wheel's library, read by
   selection.cpp.binary_calls (`BinaryCode`). It cannot tell calls through function pointers
   and virtual calls (dispatch stubs, TensorIterator loops); inlined helpers' op calls count
-  for the caller, which is right;
+  for the caller, which is right, and so do those of the op API's wrappers GCC emits out of
+  line (`at::convolution_symint`);
 - a clone (range and PR modes): the C++ source of `aten/src/ATen/native/` and
   FunctionsManual.cpp, read by selection.cpp.source_calls (`SourceCode`): `at::f(...)` and
   `x.f(...)` calls of an op's API, in the kernel and in the helpers of its file it calls.

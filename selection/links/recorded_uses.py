@@ -123,7 +123,7 @@ def recorded_bodies_note(templates: Iterable[Template], resolver: Resolver) -> s
     if missing:
         shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
         text += (
-            f"; {len(missing)} of them name nothing in this revision ({shown}): their "
-            "templates are linked through the rest"
+            f"; {len(missing)} of those names {'has' if len(missing) == 1 else 'have'} "
+            f"nothing in this revision ({shown}): their templates are linked through the rest"
         )
     return text

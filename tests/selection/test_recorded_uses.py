@@ -183,4 +183,4 @@ def test_the_run_notes_how_many_bodies_were_recorded_and_what_no_longer_exists(
     assert note is not None
     assert note.startswith(f"{len(recorded) + 1} template bodies are known by what they use")
     assert "recorded from the fixture tree" in note
-    assert "1 of them name nothing in this revision (torch.nn.gone:relu)" in note
+    assert "1 of those names has nothing in this revision (torch.nn.gone:relu)" in note

@@ -4,7 +4,9 @@ over parsed trees.
 Roots are the OpInfo/ModuleInfo entries and the reused test templates. From each node the
 edges of every link kind are added (calls, an entry's arguments, its default callables, the
 ATen ops it dispatches to, the PythonRefInfo relation, registrations of Python kernels for
-an ATen op, the ops a backward formula calls, the ops an op's C++ kernels call) and the nodes they lead to explored in turn.
+an ATen op, the ops a backward formula calls, the ops an op's C++ kernels call; a template
+whose body was not read, what the layout recorded of it) and the nodes they lead to explored
+in turn.
 Modules are parsed when first reached, so only code the tests can reach is read; a package
 collapsed as a subsystem (`selection.links.subsystems`) is one node, never parsed.
 """

@@ -186,11 +186,10 @@ def _body_uses(
 
     templates = [t for m in modules for t in m.templates if t.symbol is not None]
     universe = Universe(templates=templates, modules={m.path: m for m in modules})
-    explorer = Explorer(trees, db, universe)
-    graph = explorer.build()
+    graph = Explorer(trees, db, universe).build()
     return {
         (t.file, t.test_class, t.method): body_uses(
-            graph, Target.template(t.file, t.test_class, t.method), explorer.constructed_methods
+            graph, Target.template(t.file, t.test_class, t.method)
         )
         for t in templates
     }

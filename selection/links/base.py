@@ -71,6 +71,9 @@ class Step:
     # call the hop stands for is known to pass at least that many: a changed schema default
     # past them does not reach through this hop. None: not known.
     arguments: int | None = None
+    # The use constructs or calls a class, so that its methods may run on the instance: the
+    # edges into the class and into each of those methods carry it (calls.uses_of).
+    constructs: bool = False
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.symbol}" if self.symbol else self.path

@@ -17,6 +17,7 @@ naming them reaches already (`named_tensor_method`); a plain reference, an argum
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import replace
 
 from selection.links.base import Step, Target
 from selection.links.graph import Edge
@@ -96,21 +97,12 @@ def own_methods(summary: ModuleSummary) -> dict[str, list[str]]:
     return found
 
 
-def named_in(how: str) -> str:
-    """The last name of the chain a use's step names: "calls self._check (line 9)" ->
-    "_check" (`_describe`: "<verb> <chain> (line N)")."""
-    chain = how.rsplit(" (line ", 1)[0].rsplit(" ", 1)[-1]
-    return chain.rsplit(".", 1)[-1]
-
-
 def constructs_owner(edge: Edge) -> bool:
     """Whether an edge into a method is one `uses_of` adds for every method of a class that
-    is constructed: a call edge whose step is the constructing use's, which names the class,
-    not the method (`self._check_leaks()` names it)."""
-    _, dot, method = edge.used.name.rpartition(".")
-    if not dot or edge.kind != KIND or edge.used.kind != "function":
-        return False
-    return named_in(edge.step.how) != method
+    is constructed (its step `constructs`), not a use naming the method
+    (`self._check_leaks()`)."""
+    method = edge.used.kind == "function" and "." in edge.used.name
+    return edge.kind == KIND and edge.step.constructs and method
 
 
 # Uses that construct or call a class, so that any of its methods (its own and its bases')
@@ -154,7 +146,12 @@ def uses_of(
         for target in targets:
             if use.how == "compared" and methods_of(target):
                 continue  # a class compared as a value (selection.python.summary)
-            yield target, KIND, step
-            if use.how in CONSTRUCTING:
-                for method in constructed_methods(target, methods_of, tensor):
-                    yield method, KIND, step
+            constructs = use.how in CONSTRUCTING
+            methods = constructed_methods(target, methods_of, tensor) if constructs else []
+            if not methods:
+                yield target, KIND, step
+                continue
+            constructing = replace(step, constructs=True)
+            yield target, KIND, constructing
+            for method in methods:
+                yield method, KIND, constructing

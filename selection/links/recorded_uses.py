@@ -1,24 +1,28 @@
 """Template bodies known only from the recorded layout: what they use, as link edges. Pure.
 
 Release wheels ship no `test/`, so without a source tree a template's body cannot be read.
-A plain device test (`TestNNDeviceType.test_linear_empty` builds an `nn.Linear`,
-`TestViewOps.test_view_tensor_split` calls `t.split`) would then be linked to nothing a
-library change reaches: a change to `Linear.forward` or `Tensor.split` would skip it
+A plain device test (`TestNNDeviceType.test_linear_empty` builds an `nn.Linear`) would then
+be linked to nothing a library change reaches: a change to `Linear.forward` would skip it
 silently. So the layout generator (`python -m selection.layout`, selection.layout) records
-what each template's body reaches outside `test/`, its file's own helpers followed: the
-library functions and classes it calls or builds, the ATen ops it calls and the subsystems
-it enters, as names that do not depend on where a file sits in one release:
+what each template's body reaches outside `test/` in the tree it is recorded from, its
+file's own helpers followed, as names that do not depend on where a file sits in one
+release:
 
-- `torch.nn.modules.linear:Linear`: a function, class or method (module, then qualname);
+- `torch.nn.modules.linear:Linear()`: a class the body constructs or calls (its methods
+  may run on the instance);
+- `torch.nn.modules.linear:Linear`: a function, method, or a class only referenced
+  (module, then qualname);
 - `aten:randn`: an ATen op;
 - `subsystem:torch/_dynamo`: a package summarized as one node (selection.links.subsystems).
 
-Here each is resolved in the analysed revision, as the call in the body would be
-(`Resolver.resolve_in` the recorded module, else `Resolver.resolve_dotted`), and becomes an edge of kind `call` from the template, the kind
-a read body's calls have, so the graph's rules for test code apply unchanged (a call of an
-ATen op from test code runs its eager kernel, never its decomposition). A class stands for
-its methods too, as constructing one does in a read body. A name the revision no longer
-has (moved, removed) resolves to nothing; `unresolved` counts them for the run's note.
+Here each is looked up in the analysed revision where it was defined when recorded
+(`Resolver.resolve_in`), else by its dotted name, and becomes an edge of kind `call` from
+the template, the kind a read body's calls have, so the graph's rules for test code apply
+unchanged (a call of an ATen op from test code runs its eager kernel, never its
+decomposition). A constructed class brings the methods its construction may run
+(`constructed`: selection.links.calls.constructed_methods), as in a read body. A name the
+revision no longer has (moved, removed, a subsystem no longer collapsed) resolves to
+nothing; `unresolved` lists them for the run's note.
 """
 
 from __future__ import annotations
@@ -28,46 +32,47 @@ from collections.abc import Callable, Iterable, Iterator
 
 from selection.links.base import Step, Target
 from selection.links.graph import LinkGraph
+from selection.links.subsystems import subsystem_of
 from selection.python.names import dotted_of
 from selection.python.resolver import Resolver
 from selection.templates import Template
 
 KIND = "call"  # the kind of a read body's uses (selection.links.calls)
-Constructed = Callable[[Target], list[Target]]  # a class -> the methods its instances may run
-ATEN, SUBSYSTEM = "aten:", "subsystem:"
+ATEN, SUBSYSTEM, CONSTRUCTED = "aten:", "subsystem:", "()"
 
 
-def encode(target: Target) -> str | None:
-    """The portable name of what a template body uses; None for what is not recorded
-    (test code itself, entries, instances)."""
+def encode(target: Target, constructs: bool = False) -> str | None:
+    """The portable name of what a template body uses (`constructs`: a class it builds);
+    None for what is not recorded (test code itself, entries, instances)."""
     if target.kind == "aten":
         return ATEN + target.name
     if target.kind == "subsystem":
         return SUBSYSTEM + target.name
     if target.kind == "function" and not target.path.startswith("test/"):
-        return f"{dotted_of(target.path)}:{target.name}"
+        return f"{dotted_of(target.path)}:{target.name}" + (CONSTRUCTED if constructs else "")
     return None
 
 
-def body_uses(graph: LinkGraph, template: Target, constructed: Constructed) -> list[str]:
+def body_uses(graph: LinkGraph, template: Target) -> list[str]:
     """What a read template's body reaches outside `test/`, its file's helpers followed, as
-    sorted recorded names (for the layout generator). The methods a class's construction
-    brings (`constructed`: selection.links.calls.constructed_methods) are left out where
-    the class is there: `recorded_uses` adds them back."""
-    found: set[Target] = set()
+    sorted recorded names (for the layout generator). The methods a construction brings
+    are left out (the constructed class stands for them); a class both constructed and
+    referenced is recorded as constructed."""
+    found: set[str] = set()
     seen: set[Target] = {template}
     queue = deque([template])
     while queue:
         for edge in graph.uses.get(queue.popleft(), ()):
-            used = edge.used
+            used, constructs = edge.used, edge.step.constructs
             if used.kind == "function" and used.path.startswith("test/"):
                 if used not in seen:
                     seen.add(used)
                     queue.append(used)
-            elif encode(used) is not None:
-                found.add(used)
-    implied = {method for target in found for method in constructed(target)}
-    return sorted({name for t in found - implied if (name := encode(t)) is not None})
+            elif not (constructs and "." in used.name):  # a method a construction brings
+                name = encode(used, constructs)
+                if name is not None:
+                    found.add(name)
+    return sorted(n for n in found if n + CONSTRUCTED not in found)
 
 
 def decode(name: str, resolver: Resolver) -> list[Target]:
@@ -76,12 +81,11 @@ def decode(name: str, resolver: Resolver) -> list[Target]:
         op = name.removeprefix(ATEN)
         return [Target.aten(op)] if op.split(".", 1)[0] in resolver.aten_ops else []
     if name.startswith(SUBSYSTEM):
-        return [Target("subsystem", name.removeprefix(SUBSYSTEM))]
-    module, colon, qualname = name.partition(":")
+        package = name.removeprefix(SUBSYSTEM)
+        return [Target("subsystem", package)] if subsystem_of(package) == package else []
+    module, colon, qualname = name.removesuffix(CONSTRUCTED).partition(":")
     if not colon or not qualname:
         return []
-    # where it was defined when recorded, else wherever its dotted name leads now (a
-    # definition moved behind a re-export)
     return resolver.resolve_in(module, qualname) or resolver.resolve_dotted(f"{module}.{qualname}")
 
 
@@ -89,17 +93,19 @@ def recorded_uses(
     template: Target,
     names: Iterable[str],
     resolver: Resolver,
-    constructed: Constructed,
+    constructed: Callable[[Target], list[Target]],
     source: str,
 ) -> Iterator[tuple[Target, str, Step]]:
-    """The edges of a template whose body is known only by its recorded uses; a class
-    brings the methods its construction may run (`constructed`)."""
+    """The edges of a template whose body is known only by its recorded uses."""
     where = f"{template.scope}.{template.name}"
     for name in names:
-        step = Step(template.path, where, f"uses {name} (recorded from {source})")
+        constructs = name.endswith(CONSTRUCTED)
+        how = f"uses {name} (recorded from {source})"
         for target in decode(name, resolver):
+            methods = constructed(target) if constructs else []
+            step = Step(template.path, where, how, constructs=bool(methods))
             yield target, KIND, step
-            for method in constructed(target):
+            for method in methods:
                 yield method, KIND, step
 
 

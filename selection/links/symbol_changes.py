@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 
-from selection.links.added import added_reach, called_by_name, shadowed_aten_op
+from selection.links.added import added_reach, shadowed_aten_op
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
@@ -197,15 +197,11 @@ def _through_unchanged_users(
     `Tensor` method shadowing the ATen op `shadowed` (selection.links.added): what its other
     users reach; None: linked as it is."""
     target = Target.function(change.path, change.qualname)
-    named = bool(shadowed) and called_by_name(
-        index.head.module(change.path), target.name.rsplit(".", 1)[1]
-    )
     reach = added_reach(
         target,
         index.graph.users.get(target, []),
         mapped,
         shadowed,
-        named,
         Step(change.path, change.qualname, str(change.kind)),
     )
     if reach is None:

@@ -37,6 +37,10 @@ _TYPE_CHECKS = {
 }
 
 
+# The head of a use's chain whose receiver is no name (`x.sum().backward()`).
+UNNAMED = "<expr>"
+
+
 @dataclass(frozen=True)
 class Use:
     chain: Chain  # ("torch", "nn", "functional", "gelu"), ("self", "helper"), ("aten", "add", "Tensor")
@@ -251,6 +255,10 @@ class _UseCollector:
             if chain:
                 self.uses.append(Use(chain, how, getattr(node, "lineno", 0)))
                 return
+            if how == "call" and isinstance(node, ast.Attribute):
+                # `x.sum().backward()`, `super().norm()`, `xs[0].split(2)`: a method called
+                # on a receiver that is no name, linked by its name alone (calls.uses_of)
+                self.uses.append(Use((UNNAMED, node.attr), how, node.lineno))
         if isinstance(node, ast.Call):
             self._visit(node.func, "call")
             func = chain_of(node.func)

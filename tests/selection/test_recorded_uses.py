@@ -51,13 +51,29 @@ class TestPlain(TestCase):
     def test_builds_a_test_case(self, device):
         TestCase().assertClose(1, 1)
         make_tensor_helper((1,), device, None)
+
+    def test_refers_to_a_class(self, device):
+        print(TestCase)
+
+    def test_scales_an_unnamed_receiver(self, device):
+        make_tensor_helper((1,), device, None).scaled(2)
 """
+# A Python `Tensor` with a plain method, called above on a receiver that is no name.
+TENSOR = """import torch
+
+
+class Tensor(torch._C.TensorBase):
+    def scaled(self, factor):
+        return self * factor
+"""
+SCALED = Target.function("torch/_tensor.py", "Tensor.scaled")
 
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     repo = build_upstream(tmp_path_factory.mktemp("recorded") / "pytorch")
     (repo.path / "test" / "test_plain.py").write_text(TEST_PLAIN)
+    (repo.path / "torch" / "_tensor.py").write_text(TENSOR)
     return repo
 
 
@@ -90,10 +106,10 @@ def _recorded_side(upstream: UpstreamRepo) -> tuple[ParsedTrees, list[Template],
     trees = ParsedTrees(DirTree(upstream.path))
     modules = _modules(trees)
     read = [t for m in modules for t in m.templates]
-    explorer, graph = _graph(trees, read)
+    _, graph = _graph(trees, read)
     uses = {
         (t.file, t.test_class, t.method): body_uses(
-            graph, Target.template(t.file, t.test_class, t.method), explorer.constructed_methods
+            graph, Target.template(t.file, t.test_class, t.method)
         )
         for t in read
     }
@@ -116,6 +132,8 @@ def test_a_recorded_body_reaches_the_library_the_read_body_reaches(upstream: Ups
     assert RELU in _library_reached(without_tests, through_helper)
     plain = Target.template(TEST_OPS, "TestCommon", "test_plain")
     assert HELPER in _library_reached(without_tests, plain)
+    unnamed = Target.template("test/test_plain.py", "TestPlain", "test_scales_an_unnamed_receiver")
+    assert SCALED in _library_reached(without_tests, unnamed)
 
 
 def test_a_change_reaches_the_recorded_template_with_its_evidence(upstream: UpstreamRepo) -> None:
@@ -132,17 +150,27 @@ def test_a_change_reaches_the_recorded_template_with_its_evidence(upstream: Upst
     assert other not in reached
 
 
-def test_a_class_is_recorded_once_and_stands_for_its_methods(upstream: UpstreamRepo) -> None:
+def test_a_constructed_class_stands_for_its_methods_a_referenced_one_does_not(
+    upstream: UpstreamRepo,
+) -> None:
     *_, recorded = _recorded_side(upstream)
-    builds = next(t for t in recorded if t.method == "test_builds_a_test_case")
+    by_method = {t.method: t for t in recorded}
     test_case = f"{INTERNAL.replace('/', '.')}.common_utils:TestCase"
-    assert test_case in builds.recorded_uses
-    assert not [u for u in builds.recorded_uses if u.startswith(test_case + ".")]
+    builds = by_method["test_builds_a_test_case"].recorded_uses
+    assert test_case + "()" in builds and test_case not in builds
+    assert not [u for u in builds if u.startswith(test_case + ".")]
+    assert test_case in by_method["test_refers_to_a_class"].recorded_uses
     explorer, _ = _graph(ParsedTrees(WithoutTests(DirTree(upstream.path))), recorded)
-    root = Target.template("test/test_plain.py", "TestPlain", "test_builds_a_test_case")
-    used = {t for t, _, _ in recorded_uses(root, builds.recorded_uses, explorer.resolver,
-                                          explorer.constructed_methods, "x")}  # fmt: skip
-    assert Target.function(f"{INTERNAL}/common_utils.py", "TestCase.assertClose") in used
+    assert_close = Target.function(f"{INTERNAL}/common_utils.py", "TestCase.assertClose")
+    for method, brings_methods in (
+        ("test_builds_a_test_case", True),
+        ("test_refers_to_a_class", False),
+    ):
+        root = Target.template("test/test_plain.py", "TestPlain", method)
+        used = {t for t, _, _ in recorded_uses(root, by_method[method].recorded_uses,
+                                              explorer.resolver, explorer.constructed_methods,
+                                              "x")}  # fmt: skip
+        assert (assert_close in used) is brings_methods, method
 
 
 def test_names_the_revision_lacks_resolve_to_nothing(upstream: UpstreamRepo) -> None:
@@ -153,11 +181,14 @@ def test_names_the_revision_lacks_resolve_to_nothing(upstream: UpstreamRepo) -> 
     gone = ["torch.nn.functional:gelu", "torch.nn.gone:relu", "aten:no_such_op", "relu"]
     assert unresolved([*gone, "aten:add"], resolver) == gone
     assert decode("subsystem:torch/_dynamo", resolver) == [Target("subsystem", "torch/_dynamo")]
+    assert decode("subsystem:torch/nn", resolver) == []  # not a package collapsed as one node
+    assert decode("torch.nn.functional:relu()", resolver) == [RELU]
 
 
 def test_what_is_encoded() -> None:
     assert encode(RELU) == "torch.nn.functional:relu"
     assert encode(Target.function("torch/nn/__init__.py", "Module")) == "torch.nn:Module"
+    assert encode(Target.function("torch/nn/__init__.py", "Module"), True) == "torch.nn:Module()"
     assert encode(Target.aten("add.Tensor")) == "aten:add.Tensor"
     assert encode(Target.function("test/test_ops.py", "helper")) is None
     assert encode(Target.entry("opinfo", "mul")) is None
@@ -167,7 +198,7 @@ def test_the_packaged_layout_records_what_plain_device_tests_use() -> None:
     layout = load_layout()
     linear_empty = layout.template("test/test_nn.py", "TestNNDeviceType", "test_linear_empty")
     assert linear_empty is not None
-    assert "torch.nn.modules.linear:Linear" in linear_empty.recorded_uses
+    assert "torch.nn.modules.linear:Linear()" in linear_empty.recorded_uses
     assert linear_empty.recorded_from.startswith("PyTorch 2.6.0")
 
 

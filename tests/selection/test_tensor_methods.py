@@ -40,14 +40,21 @@ def wrap(x):
 def scale(x):
     return x.scaled(3)
 """
+# the method called on a receiver that is no name (`x.sum().backward()`)
+UNNAMED = WRAPPING.replace("return x.scaled(3)", "return x.abs().scaled(3)")
 
 
 def _select(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str
+    upstream: UpstreamRepo,
+    manifest: Path,
+    tmp_path: Path,
+    old: str,
+    new: str,
+    helpers: str = WRAPPING,
 ) -> PipelineState:
     upstream.reset()
     upstream.write(TENSOR, BASE_TENSOR)
-    upstream.write(HELPERS, WRAPPING)
+    upstream.write(HELPERS, helpers)
     upstream.write(DATABASE, "from torch._wrapping import scale, wrap\n" + upstream.read(DATABASE))
     upstream.edit(  # add's samples construct a Tensor
         DATABASE,
@@ -65,10 +72,12 @@ def _select(
     return select_from(upstream, manifest, base, head, tmp_path)
 
 
+@pytest.mark.parametrize("helpers", [WRAPPING, UNNAMED], ids=["named", "unnamed-receiver"])
 def test_a_plain_method_is_reached_by_calls_naming_it_not_by_constructions(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, helpers: str
 ) -> None:
-    state = _select(upstream, manifest, tmp_path, "return self * factor", "return self + factor")
+    old, new = "return self * factor", "return self + factor"
+    state = _select(upstream, manifest, tmp_path, old, new, helpers)
     assert {op for op, _ in linked_ops(state)} == {"mul"}
 
 

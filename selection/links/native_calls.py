@@ -54,17 +54,20 @@ META_FUNC = "Meta (structured)"  # a TORCH_META_FUNC: the kernel is the meta's n
 
 # The modules whose code decides the edges: their cached results are keyed by these sources.
 # Every module one of them imports at module level is one of them (a test checks it).
-DECIDERS = (
+# Those of a release's library (selection.sources.native_binary keys its cache on them too).
+BINARY_DECIDERS = (
     "selection.links.native_calls",
     "selection.links.base",
     "selection.cpp.native_index",
     "selection.native_yaml",
     "selection.devices",
     "selection.model",
-    # a release's library
     "selection.cpp.binary_calls",
     "selection.sources.elf",
     "selection.sources.elf_file",
+)
+DECIDERS = (
+    *BINARY_DECIDERS,
     # a clone's C++ source, and the C++ reader it goes through
     "selection.cpp.source_calls",
     "selection.cpp.corpus",

@@ -33,7 +33,13 @@ from selection.cpp.native_index import (
     build_formula_index,
     build_native_index,
 )
-from selection.links.native_calls import LIBRARY, NOTE_PREFIX, NativeCalls, native_call_uses
+from selection.links.native_calls import (
+    BINARY_DECIDERS,
+    LIBRARY,
+    NOTE_PREFIX,
+    NativeCalls,
+    native_call_uses,
+)
 from selection.native_yaml import NativeYamlError
 from selection.sources.analysis_cache import AnalysisCache, modules_digest
 from selection.sources.elf_file import HEADER_SIZE, ElfError, check_header
@@ -42,18 +48,7 @@ from selection.sources.wheels import cached_wheel
 
 # The modules whose code decides what a library's functions call (the cached LibraryCalls:
 # the library's readers and what they import) or why it could not be read (Unreadable).
-LIBRARY_DECIDERS = (
-    "selection.cpp.binary_calls",
-    "selection.sources.elf",
-    "selection.sources.elf_file",
-    "selection.links.native_calls",
-    "selection.links.base",
-    "selection.cpp.native_index",
-    "selection.native_yaml",
-    "selection.devices",
-    "selection.model",
-    "selection.sources.native_binary",
-)
+LIBRARY_DECIDERS = (*BINARY_DECIDERS, "selection.sources.native_binary")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from selection.links.native_calls import NativeCalls
 from selection.links.python_refs import python_ref_uses
 from selection.links.recorded_uses import recorded_uses
 from selection.links.registrations import inferred_op, is_registration_module
-from selection.links.subsystems import is_other_device_package, subsystem_of
+from selection.links.subsystems import subsystem_of
 from selection.native_yaml import NativeYamlError, parse_entries
 from selection.opinfo_db import DbEntry
 from selection.oplists import OpDatabase
@@ -86,7 +86,7 @@ class Explorer:
         self.native = self._native_entries(NATIVE_PATHS)
         self.aten_ops = frozenset(op.split(".", 1)[0] for op in self.native)
         self.resolver = Resolver(
-            self.names, self.summary, subsystem_of, self.aten_ops, is_other_device_package
+            self.names, self.summary, subsystem_of, self.aten_ops
         )
         self.graph = LinkGraph()
         self._entries = {entry_target(e): e for e in db.entries.values()}

@@ -280,8 +280,6 @@ def behaviour_free(change: SymbolChange) -> str:
         return BEHAVIOUR_FREE_FILES[change.path]
     if change.qualname in BEHAVIOUR_FREE_SYMBOLS:
         return BEHAVIOUR_FREE_SYMBOLS[change.qualname]
-    if is_other_device_package(change.path):
-        return "another device's package"
     return ""
 
 
@@ -511,6 +509,11 @@ class SymbolLinks:
             )
         if test_code:
             return Outcome(no_effect=f"{label}: no reused instance reaches it")
+        if is_other_device_package(change.path):
+            return Outcome(
+                no_effect=f"{label}: another device's package, and no code that runs here "
+                "calls it"
+            )
         aimed = module_reach(index, change.path)
         blind = f"{label}: linked to no reused test statically"
         return Outcome(links=aimed, canary=blind, blind_spots=[blind], kind="canary")

@@ -33,13 +33,11 @@ class Resolver:
         summary_of: SummaryOf,
         subsystem_of: SubsystemOf,
         aten_ops: Collection[str],
-        other_device: Callable[[str], bool] = lambda _p: False,
     ) -> None:
         self.names = names
         self.summary_of = summary_of
         self.subsystem_of = subsystem_of
         self.aten_ops = aten_ops  # base names of native_functions.yaml entries
-        self.other_device = other_device
 
     # -- entry points ------------------------------------------------------------------------
     def resolve(self, summary: ModuleSummary, context: str, chain: Chain) -> list[Target]:
@@ -107,8 +105,6 @@ class Resolver:
         path = self.names.path_of(module)
         if path is None:
             return self._native(module, rest)
-        if self.other_device(path):
-            return []  # another device's package: nothing of it runs here
         subsystem = self.subsystem_of(path)
         if subsystem is not None:
             return [Target("subsystem", subsystem)]

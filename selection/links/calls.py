@@ -54,17 +54,13 @@ def _method_fallback(
     name = use.chain[-1]
     if name.startswith("__") and name.endswith("__"):
         return []  # `child.__repr__()`: every object has one, the receiver decides
-    own = [Target.function(summary.path, q) for q in own_methods(summary).get(name, ())]
-    if use.chain[0] in ("self", "cls") and len(use.chain) == 2:
-        # `self.norm(x)` that no method of the class's (or its bases') answers: an attribute
-        # holding a callable (`TransformerEncoder.norm`, a LayerNorm), not a tensor's method
-        # (in a Tensor subclass, `Tensor.norm` is a base's method and resolves as such)
-        return [] if library else own
     if tensor is not None and f"Tensor.{name}" in tensor.kinds:
         return [Target.function(TENSOR_MODULE, f"Tensor.{name}")]
-    if library:
-        return [Target.aten(name)] if name in aten_ops else []
-    return own
+    if library and name in aten_ops:
+        return [Target.aten(name)]
+    if not library:
+        return [Target.function(summary.path, q) for q in own_methods(summary).get(name, ())]
+    return []
 
 
 def constructed_methods(

@@ -42,19 +42,6 @@ def scale(x):
 """
 # the method called on a receiver that is no name (`x.sum().backward()`)
 UNNAMED = WRAPPING.replace("return x.scaled(3)", "return x.abs().scaled(3)")
-# `self.scaled(x)` where `scaled` is an attribute holding a callable, not a tensor's method
-ATTRIBUTE = (
-    WRAPPING.replace("return x.scaled(3)", "return Holder().run(x)")
-    + """
-
-class Holder:
-    def __init__(self):
-        self.scaled = abs
-
-    def run(self, x):
-        return self.scaled(x)
-"""
-)
 
 
 def _select(
@@ -104,11 +91,3 @@ def test_dunders_and_accessors_stay_reached_by_constructions(
 ) -> None:
     state = _select(upstream, manifest, tmp_path, old, new)
     assert "add" in {op for op, _ in linked_ops(state)}
-
-
-def test_an_attribute_of_self_called_by_a_tensor_methods_name_is_no_call_of_it(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
-) -> None:
-    old, new = "return self * factor", "return self + factor"
-    state = _select(upstream, manifest, tmp_path, old, new, ATTRIBUTE)
-    assert linked_ops(state) == set()

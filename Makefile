@@ -26,7 +26,7 @@ run: setup ## the main job: select the tests an upgrade from PyTorch 2.13 to 2.1
 	$(BIN)/spyre-ci select --from 2.13 --to 2.14
 
 test: setup sysdeps ## run the whole test suite (a run that collects nothing fails)
-	SPYRE_CI_PYTORCH_SRC="$${SPYRE_CI_PYTORCH_SRC:-$$(bash scripts/fetch-pytorch-src.sh)}" \
+	SPYRE_CI_PYTORCH_SRC="$${SPYRE_CI_PYTORCH_SRC-$$(bash scripts/fetch-pytorch-src.sh)}" \
 		$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: setup ## ruff

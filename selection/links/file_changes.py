@@ -2,7 +2,8 @@
 
 A file analysed symbol by symbol (or entry by entry) whose every change is behaviour-free
 (comments, docstrings, annotations, formatting, import order) affects nothing. Of the
-rest: another device's package, documentation and CI configuration affect nothing; a
+rest: a file of another device's package with nothing finer (an added or removed file:
+what uses it changed too), documentation and CI configuration affect nothing; a
 package summarized as one node reaches what reaches it (a canary aimed at those tests);
 C++ and other sources the analysis cannot read are blind spots covered by the stratified
 canary.

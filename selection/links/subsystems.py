@@ -4,7 +4,9 @@ through a few entry points (torch.compile, FakeTensor, export, ...). Pure.
 Parsing them symbol by symbol would cost most of the analysis for little precision: a
 change anywhere in a subsystem reaches whatever reaches the subsystem, and is covered by a
 canary aimed at those tests. Another device's packages (torch/cuda, torch/mps, ...) are
-not listed: changes there affect nothing here (selection.devices).
+not listed: they are analysed symbol by symbol, and what code that runs here calls or
+imports of them (`torch.cuda.is_available()`, their module-level code run by `import torch`)
+is linked like any library code; the rest has no effect here (selection.links.symbol_changes).
 """
 
 from __future__ import annotations

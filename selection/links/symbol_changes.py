@@ -572,5 +572,10 @@ class SymbolLinks:
             return Outcome(
                 no_effect=f"{label}: module-level statements of a file no reused test imports"
             )
+        if is_other_device_package(change.path):
+            return Outcome(
+                no_effect=f"{label}: module-level statements of another device's package that "
+                "neither `import torch` nor code that runs here imports"
+            )
         blind = f"{label}: module-level statements of a module no reused test reaches statically"
         return Outcome(canary=blind, blind_spots=[blind], kind="canary")

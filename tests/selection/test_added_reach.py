@@ -53,8 +53,9 @@ def test_a_shadowing_tensor_method_reaches_its_callers_and_its_aten_op() -> None
     assert reach.set_aside == []
 
 
-def test_constructions_stay_uses_of_a_method_that_shadows_nothing() -> None:
-    """A method of another class keeps the construction edges: they are its only way in."""
+def test_a_method_that_shadows_nothing_is_linked_through_every_use_as_it_is() -> None:
+    """Nothing set aside, no op shadowed: the graph's edges decide (a construction edge
+    into a method is only there where calls.constructed_methods keeps it)."""
     assert added_reach(METHOD, [CONSTRUCTION], frozenset(), "", ADDED) is None
 
 
@@ -72,7 +73,7 @@ def test_a_shadowing_method_nothing_uses_yet_still_reaches_its_aten_op() -> None
     assert reach is not None and _linked(reach) == {"cholesky"}
 
 
-def test_an_edge_of_another_kind_naming_something_else_is_no_construction() -> None:
+def test_an_entry_naming_the_method_as_its_variant_is_linked_beside_the_op() -> None:
     alias = Edge(
         Target.entry("opinfo", "absolute"),
         METHOD,

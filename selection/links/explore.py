@@ -85,9 +85,7 @@ class Explorer:
         self.unparseable: dict[str, str] = {}
         self.native = self._native_entries(NATIVE_PATHS)
         self.aten_ops = frozenset(op.split(".", 1)[0] for op in self.native)
-        self.resolver = Resolver(
-            self.names, self.summary, subsystem_of, self.aten_ops
-        )
+        self.resolver = Resolver(self.names, self.summary, subsystem_of, self.aten_ops)
         self.graph = LinkGraph()
         self._entries = {entry_target(e): e for e in db.entries.values()}
         self._registered: Registered | None = None

@@ -511,8 +511,7 @@ class SymbolLinks:
             return Outcome(no_effect=f"{label}: no reused instance reaches it")
         if is_other_device_package(change.path):
             return Outcome(
-                no_effect=f"{label}: another device's package, and no code that runs here "
-                "calls it"
+                no_effect=f"{label}: another device's package, and no code that runs here calls it"
             )
         aimed = module_reach(index, change.path)
         blind = f"{label}: linked to no reused test statically"

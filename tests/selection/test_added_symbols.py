@@ -10,9 +10,9 @@ from pathlib import Path
 
 from selection.state import PipelineState
 from tests.support.observed_runs import linked_ops, select_from
-from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+from tests.support.sample_helpers import commit_samples_through
+from tests.support.upstream_repo import UpstreamRepo
 
-DATABASE = f"{INTERNAL}/common_methods_invocations.py"
 TENSOR = "torch/_tensor.py"
 HELPERS = "torch/_wrapping.py"
 REMOVED = "torch/_linalg_utils.py"
@@ -49,23 +49,13 @@ def _select(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path, reworded: bool = False
 ) -> PipelineState:
     """`reworded`: the head also rewords `absolute`'s error (a failing-path-only change)."""
-    upstream.reset()
-    upstream.write(TENSOR, BASE_TENSOR)
-    upstream.write(HELPERS, WRAPPING)
-    upstream.write(
-        DATABASE, "from torch._wrapping import absolute, wrap\n" + upstream.read(DATABASE)
+    # add's samples construct a Tensor; mul's call library code that calls the method by name
+    base = commit_samples_through(
+        upstream,
+        {TENSOR: BASE_TENSOR, HELPERS: WRAPPING},
+        "torch._wrapping",
+        {"add": "wrap", "mul": "absolute"},
     )
-    upstream.edit(  # add's samples construct a Tensor (every Tensor method is then a use)
-        DATABASE,
-        "    yield SampleInput(torch.ones(3, device=device, dtype=dtype), args=(2,))\n",
-        "    yield SampleInput(wrap(torch.ones(3, device=device, dtype=dtype)), args=(2,))\n",
-    )
-    upstream.edit(  # mul's samples call library code that calls the method by name
-        DATABASE,
-        "    yield SampleInput(torch.ones(4, device=device, dtype=dtype), args=(3,))\n",
-        "    yield SampleInput(absolute(torch.ones(4, device=device, dtype=dtype)), args=(3,))\n",
-    )
-    base = upstream.commit("samples that wrap and call abs")
     upstream.write(TENSOR, BASE_TENSOR + SHADOWING)
     upstream.write(REMOVED, 'def abs_removed(x):\n    raise RuntimeError("abs was removed")\n')
     if reworded:

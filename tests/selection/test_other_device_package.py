@@ -10,9 +10,9 @@ import pytest
 
 from selection.state import PipelineState
 from tests.support.observed_runs import linked_ops, select_from
-from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+from tests.support.sample_helpers import commit_samples_through
+from tests.support.upstream_repo import UpstreamRepo
 
-DATABASE = f"{INTERNAL}/common_methods_invocations.py"
 CUDA = "torch/cuda/__init__.py"
 HELPERS = "torch/_probing.py"
 
@@ -46,23 +46,14 @@ def leak_checked(x):
 def _select(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str
 ) -> PipelineState:
-    upstream.reset()
-    upstream.write(CUDA, BASE_CUDA)
-    upstream.write(HELPERS, PROBING)
-    upstream.write(
-        DATABASE, "from torch._probing import leak_checked, probe\n" + upstream.read(DATABASE)
+    # add's samples ask whether CUDA is there, on every device; mul's check CUDA memory
+    # only on CUDA tensors
+    base = commit_samples_through(
+        upstream,
+        {CUDA: BASE_CUDA, HELPERS: PROBING},
+        "torch._probing",
+        {"add": "probe", "mul": "leak_checked"},
     )
-    upstream.edit(  # add's samples ask whether CUDA is there, on every device
-        DATABASE,
-        "    yield SampleInput(torch.ones(3, device=device, dtype=dtype), args=(2,))\n",
-        "    yield SampleInput(probe(torch.ones(3, device=device, dtype=dtype)), args=(2,))\n",
-    )
-    upstream.edit(  # mul's samples check CUDA memory only on CUDA tensors
-        DATABASE,
-        "    yield SampleInput(torch.ones(4, device=device, dtype=dtype), args=(3,))\n",
-        "    yield SampleInput(leak_checked(torch.ones(4, device=device, dtype=dtype)), args=(3,))\n",
-    )
-    base = upstream.commit("samples that call into torch.cuda")
     upstream.edit(CUDA, old, new)
     head = upstream.commit("torch.cuda changed")
     return select_from(upstream, manifest, base, head, tmp_path)

@@ -10,9 +10,9 @@ import pytest
 
 from selection.state import PipelineState
 from tests.support.observed_runs import linked_ops, select_from
-from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+from tests.support.sample_helpers import commit_samples_through
+from tests.support.upstream_repo import UpstreamRepo
 
-DATABASE = f"{INTERNAL}/common_methods_invocations.py"
 TENSOR = "torch/_tensor.py"
 HELPERS = "torch/_wrapping.py"
 
@@ -52,21 +52,13 @@ def _select(
     new: str,
     helpers: str = WRAPPING,
 ) -> PipelineState:
-    upstream.reset()
-    upstream.write(TENSOR, BASE_TENSOR)
-    upstream.write(HELPERS, helpers)
-    upstream.write(DATABASE, "from torch._wrapping import scale, wrap\n" + upstream.read(DATABASE))
-    upstream.edit(  # add's samples construct a Tensor
-        DATABASE,
-        "    yield SampleInput(torch.ones(3, device=device, dtype=dtype), args=(2,))\n",
-        "    yield SampleInput(wrap(torch.ones(3, device=device, dtype=dtype)), args=(2,))\n",
+    # add's samples construct a Tensor; mul's call library code that names the method
+    base = commit_samples_through(
+        upstream,
+        {TENSOR: BASE_TENSOR, HELPERS: helpers},
+        "torch._wrapping",
+        {"add": "wrap", "mul": "scale"},
     )
-    upstream.edit(  # mul's samples call library code that names the method
-        DATABASE,
-        "    yield SampleInput(torch.ones(4, device=device, dtype=dtype), args=(3,))\n",
-        "    yield SampleInput(scale(torch.ones(4, device=device, dtype=dtype)), args=(3,))\n",
-    )
-    base = upstream.commit("samples that wrap and scale")
     upstream.edit(TENSOR, old, new)
     head = upstream.commit("a Tensor method changed")
     return select_from(upstream, manifest, base, head, tmp_path)

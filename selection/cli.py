@@ -252,7 +252,13 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
 @click.option(
     "--llm-batch-size", type=int, default=20, show_default=True, help="Groups per request."
 )
-@click.option("--shards", type=click.IntRange(1, 256), default=4, show_default=True)
+@click.option(
+    "--shards",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="How many shards the selected tests are split into (shards/, matrix.json).",
+)
 @click.option(
     "--durations",
     type=click.Path(path_type=Path, dir_okay=False),

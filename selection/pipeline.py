@@ -261,7 +261,8 @@ def _read_deps_file(options: SelectOptions) -> ObservedMap | None:
     try:
         observed = ObservedMap.from_document(read_artifact(path))
     except BadArtifact as exc:
-        raise BadInput(f"--deps {path}: {exc}") from exc
+        hint = "" if path.exists() else " (--deps takes auto, none or a spyre-ci/deps artifact)"
+        raise BadInput(f"--deps {path}: {exc}{hint}") from exc
     observed.source = str(path)
     device = options.device.name
     if observed.device != device:

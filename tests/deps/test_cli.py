@@ -163,3 +163,13 @@ def test_a_backend_that_does_not_import_is_bad_input(tmp_path: Path) -> None:
     assert "--backend-module no_such_backend: no worker started" in err
     assert "No module named 'no_such_backend'" in err
     assert not (tmp_path / "deps").exists()
+
+
+def test_a_deps_value_that_is_no_file_says_what_deps_takes(tmp_path: Path) -> None:
+    missing = tmp_path / "bogus"
+    args = ["select", "--from", "2.13", "--to", "2.14", "--deps", str(missing)]
+    result = CliRunner().invoke(cli, [*args, "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert f"--deps {missing}: cannot read" in line
+    assert "--deps takes auto, none or a spyre-ci/deps artifact" in line

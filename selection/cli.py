@@ -279,8 +279,8 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
 @click.option(
     "--quiet",
     is_flag=True,
-    help="Print only the output paths (stdout) and errors: no progress, notes, blind spots "
-    "or summary line (they are in the report).",
+    help="Print only the output paths (stdout) and errors: no progress, notes, blind spots, "
+    "largest causes or summary line (they are in the report).",
 )
 def select_command(**kw: Any) -> None:
     """Select the reused upstream tests an upstream change must run, and say why.
@@ -421,6 +421,7 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
             f"[yellow]… and {len(hidden)} more blind spots[/]{covered}: "
             "listed in report.md, 'Blind spots'"
         )
+    _largest_causes(console, state.groups)
     reasons = state.mapped.no_effect if state.mapped is not None else []
     no_effect = len(reasons)
     if not selected and no_effect:
@@ -443,6 +444,27 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+SHOWN_CAUSES = 3
+CAUSE_WIDTH = 160
+_LINK_COUNT = re.compile(r"^(.*? -> \d+ links?)")
+
+
+def _largest_causes(console: Console, groups: list[Any]) -> None:
+    """The causes that select the most tests, so that the console says why, not only how
+    many (report.md, 'Biggest causes', lists more)."""
+    largest = sorted(groups, key=lambda g: -len(g.node_ids))[:SHOWN_CAUSES]
+    if not largest:
+        return
+    console.print("largest causes (more in report.md, 'Biggest causes'):")
+    for group in largest:
+        text = group.cause.summary
+        head = _LINK_COUNT.match(text)  # "f modified -> 435 links: template ...": the change
+        text = head.group(1) if head else text
+        if len(text) > CAUSE_WIDTH:
+            text = text[: CAUSE_WIDTH - 1] + "…"
+        console.print(f"  {len(group.node_ids)} tests: {text}", highlight=False)
 
 
 def register(group: click.Group) -> None:

@@ -70,6 +70,20 @@ def test_range_mode_writes_every_output_and_prints_where(
     assert "environment with torch==9.1.0, then `spyre-ci deps import`" in deps_line
 
 
+def test_the_console_names_the_largest_causes(
+    upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["select", "--cache-dir", str(tmp_path / "cache")]
+    result = CliRunner().invoke(cli, [*args, *range_args(upstream, canary_head, manifest, out)])
+    assert result.exit_code == EXIT_SELECTED
+    groups = json.loads((out / "selection.json").read_text())["groups"]
+    biggest = max(groups, key=lambda g: g["size"])
+    shown = " ".join(result.stderr.split())
+    assert "largest causes (more in report.md, 'Biggest causes'):" in shown
+    assert f"{biggest['size']} tests: {biggest['cause'].split(': ')[0]}" in shown
+
+
 def test_a_map_from_the_cache_is_named_by_its_file_and_recording_date(
     upstream: UpstreamRepo, manifest: Path, canary_head: str, tmp_path: Path
 ) -> None:

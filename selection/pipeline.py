@@ -36,7 +36,12 @@ from selection.sources.release_tests import (
     version_tag,
 )
 from selection.sources.tree import DirTree, GitTree, OverlayTree, SourceTree, changed_paths
-from selection.sources.versions import available_versions, choose_release, looks_like_version
+from selection.sources.versions import (
+    available_versions,
+    choose_release,
+    downgrade_note,
+    looks_like_version,
+)
 from selection.sources.wheels import Progress
 from selection.stages import TriageStage, default_registry
 from selection.state import PipelineState, SelectionRequest
@@ -118,6 +123,11 @@ def _releases(
             else f"torch {spec} -> {version} (newest patch release)"
         )
         versions.append(version)
+    downgrade = downgrade_note(*versions) if len(versions) == 2 else None
+    if downgrade is not None:
+        note(downgrade)
+        extra.append(downgrade)
+    for version in versions:
         revisions.append(mirror.ensure(version, progress))
     if options.pytorch_src is None:  # --pytorch-src overrides the release's own test/
         revisions = _with_tests(mirror, versions, revisions, options.tests, note, extra)

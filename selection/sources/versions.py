@@ -58,6 +58,18 @@ def choose_release(spec: str, available: list[str]) -> str:
     return releases[max(line)]
 
 
+def downgrade_note(base: str, head: str) -> str | None:
+    """A note when the head release is older than the base (`--from 2.14 --to 2.13`): the
+    selection is then what moving back can break, which may not be what was meant."""
+    old, new = (tuple(int(p) for p in v.split(".")[:3]) for v in (base, head))
+    if new >= old:
+        return None
+    return (
+        f"--to {head} is older than --from {base}: a downgrade; the selection is what "
+        "moving back to it can break"
+    )
+
+
 def _near(releases: dict[tuple[int, int, int], str], wanted: tuple[int, int]) -> str:
     """The patch releases of the requested line, else of the lines next to it."""
     by_line: dict[tuple[int, int], list[tuple[int, int, int]]] = {}

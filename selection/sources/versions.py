@@ -39,9 +39,8 @@ def choose_release(spec: str, available: list[str]) -> str:
     major, minor, patch = match.group(1), match.group(2), match.group(3)
     releases: dict[tuple[int, int, int], str] = {}
     for version in available:
-        found = _RELEASE.match(version)
-        if found:
-            key = (int(found.group(1)), int(found.group(2)), int(found.group(3)))
+        key = release_key(version)
+        if key is not None:
             releases.setdefault(key, f"{key[0]}.{key[1]}.{key[2]}")
     line = [k for k in releases if k[0] == int(major) and k[1] == int(minor)]
     if patch is not None:
@@ -58,11 +57,19 @@ def choose_release(spec: str, available: list[str]) -> str:
     return releases[max(line)]
 
 
+def release_key(version: str) -> tuple[int, int, int] | None:
+    """`2.13.0+cpu` -> (2, 13, 0); None for anything but a release (a pre-release)."""
+    found = _RELEASE.match(version)
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2)), int(found.group(3))
+
+
 def downgrade_note(base: str, head: str) -> str | None:
     """A note when the head release is older than the base (`--from 2.14 --to 2.13`): the
     selection is then what moving back can break, which may not be what was meant."""
-    old, new = (tuple(int(p) for p in v.split(".")[:3]) for v in (base, head))
-    if new >= old:
+    old, new = release_key(base), release_key(head)
+    if old is None or new is None or new >= old:
         return None
     return (
         f"--to {head} is older than --from {base}: a downgrade; the selection is what "

@@ -64,6 +64,12 @@ class CppItem:
     method: bool = False  # defined as `Class::name` (reached through `x.name(` too)
     via: str = ""  # the macro invocation that generated it
     other_device: bool = False  # registers a kernel for another device only
+    arguments: tuple[tuple[str, int | None], ...] = ()  # Uses.arguments
+
+    def passes(self, name: str) -> int | None:
+        """The fewest arguments its calls `at::name(` / `x.name(` pass (receiver counted);
+        None when not known."""
+        return dict(self.arguments).get(name)
 
     @property
     def lookup_names(self) -> tuple[str, ...]:
@@ -133,6 +139,11 @@ class Uses:
     dispatched: frozenset[str]  # after `at::` / `_ops::` (an op's API, when the name is one)
     qualifiers: frozenset[str]  # before `::` (a namespace or class)
     refs: frozenset[str]  # every identifier, all of the above and types, variables, ...
+    # per name used as `at::name` or `x.name`: the fewest arguments any of those uses passes,
+    # the receiver of `x.name(` counted; None where one use's count is not known (see
+    # `call_arguments`) or the name is not called there (passed along, it may be called with
+    # anything)
+    arguments: tuple[tuple[str, int | None], ...] = ()
 
 
 DISPATCHER_QUALIFIERS = frozenset({"at", "_ops"})
@@ -148,6 +159,7 @@ def used_names(tokens: list[str]) -> Uses:
     found: dict[str, set[str]] = {k: set() for k in ("calls", "values", "members", "dispatched",
                                                         "qualifiers", "refs", "args", "locals")}  # fmt: skip
     size = len(tokens)
+    arguments: dict[str, int | None] = {}
     for index, token in enumerate(tokens):
         if is_directive(token):
             found["refs"].update(
@@ -169,11 +181,49 @@ def used_names(tokens: list[str]) -> Uses:
                            tokens[lead - 1] if lead > 0 else "")  # fmt: skip
         if kind:
             found[kind].add(token)
+        if kind in ("members", "dispatched"):
+            passed = call_arguments(tokens, index + 1) if after == "(" else None
+            if passed is not None and kind == "members":
+                passed += 1  # the receiver
+            known = arguments.get(token, passed)
+            arguments[token] = None if known is None or passed is None else min(known, passed)
     values = found["values"] | (found["args"] - found["locals"])
     return Uses(
         frozenset(found["calls"]), frozenset(values), frozenset(found["members"]),
         frozenset(found["dispatched"]), frozenset(found["qualifiers"]), frozenset(found["refs"]),
+        tuple(sorted(arguments.items())),
     )  # fmt: skip
+
+
+# Tokens whose commas cannot be told from argument separators: `<` opens template arguments
+# or compares; a directive inside a call splits it. The call's count is then not known.
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+
+
+def call_arguments(tokens: list[str], open_at: int, limit: int = 2000) -> int | None:
+    """The number of arguments of the call whose `(` is `tokens[open_at]`: C++ has no
+    keywords, so a call passing n arguments omits exactly those after the n-th. None when
+    it cannot be counted (template arguments or a comparison, `<`; a directive; no `)`
+    within `limit` tokens)."""
+    closers: list[str] = []
+    commas, empty = 0, True
+    for token in tokens[open_at : open_at + limit]:
+        if token == "<" or is_directive(token):
+            return None
+        if token in _OPENING:
+            if closers:
+                empty = False
+            closers.append(_OPENING[token])
+            continue
+        if closers and token == closers[-1]:
+            closers.pop()
+            if not closers:
+                return 0 if empty else commas + 1
+            continue
+        empty = False
+        if token == "," and len(closers) == 1:
+            commas += 1
+    return None
 
 
 def _occurrence(

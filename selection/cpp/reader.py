@@ -356,7 +356,7 @@ class _Reader:
             key=key or qualname, qualname=qualname, name=name, kind=kind, line=self.line(start),
             fingerprint=fingerprint(tokens), calls=uses.calls - skip, refs=uses.refs - skip,
             values=uses.values, members=uses.members, dispatched=uses.dispatched,
-            qualifiers=uses.qualifiers,
+            qualifiers=uses.qualifiers, arguments=uses.arguments,
             stubs=stubs_in(uses.refs - skip), defines=defines, file_local=local and not self.header,
             via=self.via, method=method,
         )  # fmt: skip

@@ -7,7 +7,10 @@ structured group's meta, a `TORCH_META_FUNC`. The ops it calls are the names of 
 it uses: `at::avg_pool2d(`, `self.unsqueeze(`, or an unqualified `avg_pool2d(` inside
 `at::native` (which reaches that kernel, or through `at::`, the op). Helpers it calls that
 its own file defines are read too, `MAX_DEPTH` deep. A formula helper is a function of
-FunctionsManual.cpp (or of `native/`) of that name.
+FunctionsManual.cpp (or of `native/`) of that name. Each call of an op keeps the fewest
+arguments its uses pass (`Called.arguments`), so that a changed schema default reaches only
+the kernels that may omit it; an unqualified call, or an `_out` API's (whose `out` comes
+first), passes an unknown count.
 """
 
 from __future__ import annotations
@@ -60,21 +63,24 @@ class SourceCode:
         pending: list[tuple[CppItem, tuple[str, ...]]] = [(item, ())]
         while pending:
             current, via = pending.pop(0)
-            for name, api in self._calls(current):
+            for name, api, passed in self._calls(current):
                 op = self._op(name)
                 if op is not None:
-                    found.setdefault(op, Called(op, api, via))
+                    passed = None if name.endswith("_out") else passed  # `out` comes first
+                    call = Called(op, api, via, passed)
+                    found[op] = found[op].fewest(call) if op in found else call
                 elif name in helpers and name not in seen and len(via) < MAX_DEPTH:
                     seen.add(name)
                     pending.append((helpers[name], (*via, helpers[name].qualname)))
         return Definition(path, item.qualname, tuple(found[k] for k in sorted(found)))
 
     @staticmethod
-    def _calls(item: CppItem) -> list[tuple[str, str]]:
-        """(name, how it is called) for the op API names and helpers an item uses."""
-        out = [(name, f"at::{name}(") for name in sorted(item.dispatched)]
-        out += [(name, f".{name}(") for name in sorted(item.members)]
-        out += [(name, f"{name}(") for name in sorted(item.calls)]
+    def _calls(item: CppItem) -> list[tuple[str, str, int | None]]:
+        """(name, how it is called, the fewest arguments passed when known) for the op API
+        names and helpers an item uses."""
+        out = [(name, f"at::{name}(", item.passes(name)) for name in sorted(item.dispatched)]
+        out += [(name, f".{name}(", item.passes(name)) for name in sorted(item.members)]
+        out += [(name, f"{name}(", None) for name in sorted(item.calls)]
         return out
 
 

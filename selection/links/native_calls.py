@@ -25,7 +25,9 @@ Where the calls come from (`KernelCode`, one contract, two readers):
   line (`at::convolution_symint`);
 - a clone (range and PR modes): the C++ source of `aten/src/ATen/native/` and
   FunctionsManual.cpp, read by selection.cpp.source_calls (`SourceCode`): `at::f(...)` and
-  `x.f(...)` calls of an op's API, in the kernel and in the helpers of its file it calls.
+  `x.f(...)` calls of an op's API, in the kernel and in the helpers of its file it calls,
+  with the fewest arguments they pass (`Step.arguments`: a changed schema default past them
+  does not reach through the edge; the library's calls pass an unknown count).
 An overloaded kernel name counts every overload's calls; the graph's nodes are ops by base
 name, so a call of any overload links the op.
 """
@@ -33,7 +35,7 @@ name, so a call of any overload links the op.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from selection.cpp.native_index import IMPLICIT_KEY, FormulaIndex, NativeIndex
@@ -88,6 +90,16 @@ class Called:
     op: str  # the op called: an overload (`squeeze.dim`) or a base name (`squeeze`)
     api: str  # how: `at::_ops::squeeze_dim::call`, `at::squeeze(`, `.squeeze(`
     via: tuple[str, ...] = ()  # the helpers between the definition and the call
+    # the fewest arguments any of its calls pass, receiver counted (Step.arguments); None:
+    # not known (a library's compiled call holds every argument, the defaults filled in)
+    arguments: int | None = None
+
+    def fewest(self, other: Called) -> Called:
+        """This call, or `other` when it passes fewer arguments (an unknown count wins)."""
+        mine, theirs = self.arguments, other.arguments
+        if mine is None or (theirs is not None and theirs >= mine):
+            return self
+        return other
 
 
 @dataclass(frozen=True)
@@ -143,7 +155,7 @@ def native_call_uses(
             for call in definition.calls:
                 for user in users:
                     how = f"{key} kernel of {user} calls {call.api}{_through(call)}"
-                    step = Step(definition.path, definition.symbol, how)
+                    step = Step(definition.path, definition.symbol, how, call.arguments)
                     _add(kernels, user, call.op, bases, step)
     grads, helpers = _formula_helper_calls(code, formulas, bases)
     return NativeCalls(code.source, _frozen(kernels), _frozen(grads), len(read), helpers)
@@ -178,7 +190,8 @@ def _formula_helper_calls(
                         f"its backward formula calls {helper} ({definition.path}: "
                         f"{definition.symbol} calls {call.api}{_through(call)})"
                     )
-                    _add(found, user, call.op, bases, Step(formulas.path, user, how))
+                    step = Step(formulas.path, user, how, call.arguments)
+                    _add(found, user, call.op, bases, step)
     return found, helpers
 
 
@@ -189,9 +202,16 @@ def _through(call: Called) -> str:
 def _add(
     table: dict[str, dict[str, Step]], user: str, called: str, bases: set[str], step: Step
 ) -> None:
+    """One step per (user, called op): the first found, with the fewest arguments any of
+    the calls it stands for passes (unknown when one of them is not known)."""
     base, called_base = user.split(".", 1)[0], called.split(".", 1)[0]
-    if base != called_base and called_base in bases:
-        table.setdefault(base, {}).setdefault(called_base, step)
+    if base == called_base or called_base not in bases:
+        return
+    steps = table.setdefault(base, {})
+    first = steps.setdefault(called_base, step)
+    if first is not step and first.arguments is not None:
+        fewest = None if step.arguments is None else min(first.arguments, step.arguments)
+        steps[called_base] = replace(first, arguments=fewest)
 
 
 def _frozen(table: dict[str, dict[str, Step]]) -> Calls:

@@ -461,3 +461,69 @@ def test_a_clone_without_native_functions_yaml_says_why_there_are_no_calls(
     head = upstream.change(DECOMPOSITIONS, exp, HARDTANH_DECOMPOSITION + exp)
     state = select_head(upstream, manifest, head, tmp_path)
     assert calls_note(state.notes) == f"{NOTE_PREFIX}: the head has no {CLONE_NATIVE}"
+
+
+# -- a changed schema default reaches the kernels whose C++ may omit the argument -------------
+
+
+def test_a_cpp_call_counts_the_arguments_it_passes_receiver_included() -> None:
+    """Braces and nested calls hold commas of their own; `<` (template arguments or a
+    comparison) makes a count unknown, as does a use that is not a call; of several calls of
+    one op, the fewest arguments count."""
+    from selection.cpp.items import used_names
+    from selection.cpp.tokens import tokenize
+
+    body = """
+      auto a = at::hardtanh(self, low, high);
+      auto b = self.mul(at::sigmoid(self));
+      auto c = at::narrow(t, {x, y}, f(p, q));
+      auto d = at::sum(t) + at::sum(t, 0);
+      auto e = at::zeros({});
+      auto g = at::cat<int>(t, 1);
+      auto h = at::gt(t, i < j ? 1 : 2);
+      auto k = std::function(at::clamp);
+    """
+    found = dict(used_names(list(tokenize(body).texts)).arguments)
+    assert found == {
+        "hardtanh": 3,
+        "mul": 2,
+        "sigmoid": 1,
+        "narrow": 3,
+        "sum": 1,
+        "zeros": 1,
+        "cat": None,
+        "gt": None,
+        "clamp": None,
+    }
+
+
+def _default_change_reaches_relu6(tmp_path: Path, clamp_call: str) -> set[str]:
+    """Range mode: the head changes hardtanh's default `max_val` (position 2); relu6's
+    composite kernel calls hardtanh through its helper as `clamp_call`. The templates of
+    relu6's instances the change reaches through its kernel."""
+    from tests.support.observed_runs import select_head
+
+    upstream, manifest = _clone_with_cpp(tmp_path)
+    upstream.edit(
+        "aten/src/ATen/native/Activation.cpp", "at::hardtanh(self, low, high)", clamp_call
+    )
+    upstream.base = upstream.commit("relu6's kernel as under test")
+    head = upstream.change(CLONE_NATIVE, "Scalar max_val=1)", "Scalar max_val=2)")
+    state = select_head(upstream, manifest, head, tmp_path)
+    return {
+        c.instance.template
+        for c in state.candidates.values()
+        if c.instance.op == "nn.functional.relu6"
+        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
+    }
+
+
+def test_a_default_change_reaches_the_op_whose_kernel_omits_the_argument(tmp_path: Path) -> None:
+    """Eagerly too: relu6's composite kernel is what an eager call of relu6 runs, and it now
+    gets another max_val."""
+    reached = _default_change_reaches_relu6(tmp_path, "at::hardtanh(self, low)")
+    assert reached == {"test_fake", "test_out", "test_unary"}
+
+
+def test_control_a_default_change_passes_by_a_kernel_passing_the_argument(tmp_path: Path) -> None:
+    assert _default_change_reaches_relu6(tmp_path, "at::hardtanh(self, low, high)") == set()

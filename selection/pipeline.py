@@ -154,7 +154,10 @@ def _with_tests(
     try:
         with_tests = [ensure_tests(mirror, v, source, note) for v in versions]
     except ReleaseTestsUnavailable as exc:
-        message = f"release test/ trees not fetched ({exc}); test ids are assumed"
+        message = (
+            f"release test/ trees not fetched ({exc}); test ids are assumed "
+            "(--no-fetch-tests skips the attempt)"
+        )
         note(message)
         extra.append(message)
         return revisions

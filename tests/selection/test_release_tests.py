@@ -94,6 +94,7 @@ def test_an_unreachable_remote_falls_back_and_says_why(cache: Path, manifest: Pa
     state = _select(cache, manifest, ReleaseTestSource("file:///nonexistent/pytorch", 30))
     [note] = [n for n in state.notes if "not fetched" in n]
     assert "v9.1.0" in note and "/nonexistent/pytorch" in note and "\n" not in note
+    assert "--no-fetch-tests" in note  # how to stop trying, on a machine with no network
     assert any("no test/ tree" in spot for spot in state.blind_spots)
     assert state.universe is not None and state.universe.exact_ids == set()
     assert Mirror(cache).release_with_tests("9.1.0") is None  # nothing half-made is kept

@@ -153,3 +153,16 @@ def test_changed_symbols_blind_spots_are_grouped_by_reason_after_the_runs_own() 
         ),
         ("linked to no reused test statically", ["torch/x.py: h removed"]),
     ]
+
+
+def test_the_report_says_what_mode_rank_and_estimated_mean(doc: dict[str, Any]) -> None:
+    """A newcomer reads `mandatory_success, rank 0.9` beside each first test: both reports
+    say what the words mean, and the HTML one what its `estimated` tag means."""
+    md, html = render_markdown(doc), render_html(doc)
+    for text in (md, html):
+        first = text.split("First tests to run")[1]
+        assert "must pass" in first and "how likely the change is to break the test" in first
+    assert "parametrization is assumed" in html.split("First tests to run")[1]
+    # templates and dtypes are two tables, each summing to the selection
+    goes = html.split("Where the selection goes")[1].split("<h2>")[0]
+    assert goes.count("<table>") == 2

@@ -33,6 +33,7 @@ from selection.links.native_calls import KIND as NATIVE_CALL
 from selection.links.native_calls import NativeCalls
 from selection.links.python_refs import python_ref_uses
 from selection.links.recorded_uses import recorded_uses
+from selection.links.refs_mode import MODE_TABLE
 from selection.links.registrations import inferred_op, is_registration_module
 from selection.links.subsystems import subsystem_of
 from selection.native_yaml import NativeYamlError, parse_entries
@@ -232,6 +233,8 @@ class Explorer:
         return self.graph
 
     def _out(self, node: Target) -> Out:
+        if (node.path, node.name) == MODE_TABLE:
+            return  # the mode's table: what it names runs under the mode (links.refs_mode)
         if node.kind == "function":
             summary = self.summary(node.path)
             if summary is not None and node.name in summary.kinds:

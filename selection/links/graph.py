@@ -104,6 +104,8 @@ class LinkGraph:
         self._seen: set[tuple[Target, Target, str]] = set()
         self._roots: list[Target] = []
         self._bits: dict[Target, tuple[int, int]] | None = None
+        # `users_among`'s closures, by label: (the wanted nodes, per node their bitset)
+        self._closures: dict[str, tuple[list[Target], dict[Target, int]]] = {}
 
     def add(self, user: Target, used: Target, kind: str, step: Step) -> None:
         user, used = node_of(user), node_of(used)
@@ -133,6 +135,28 @@ class LinkGraph:
             plain |= found[0]
             registered |= found[1]
         return plain, registered & ~plain
+
+    def users_among(
+        self,
+        label: str,
+        targets: Iterable[Target],
+        wanted: Callable[[Target], bool],
+        follow: Follow,
+    ) -> list[Target]:
+        """The nodes `wanted` picks among `targets` and their transitive users along the
+        edges `follow` accepts. The closure is built once per `label` (which names the
+        `wanted` and `follow` pair), as bitsets over the wanted nodes."""
+        if label not in self._closures:
+            nodes = list(set(self.users) | set(self.uses))
+            picked = [n for n in nodes if wanted(n)]
+            own = {node: 1 << i for i, node in enumerate(picked)}
+            self._closures[label] = picked, _closure(self, nodes, own, follow)
+        picked, bits = self._closures[label]
+        found = 0
+        for target in targets:
+            found |= bits.get(node_of(target), 0)
+        digits = bin(found)[:1:-1]  # least significant first
+        return [picked[i] for i, digit in enumerate(digits) if digit == "1"]
 
     def roots(self, bits: int) -> list[Target]:
         self._root_bits()

@@ -19,8 +19,14 @@ from selection.links.base import Link, Step, Target
 from selection.python.summary import ModuleSummary
 
 REFS_ROOT = "torch/_refs/"
+# The mode's table of what it sends where. Its entries are data the mode looks up, not code
+# it runs: the link graph does not follow its uses (selection.links.explore), and
+# `mode_aliases` reads its explicit entries into these links instead.
+MODE_TABLE = ("torch/_prims/context.py", "torch_to_refs_map")
 # (caller's path, caller's qualname, how it calls, line) per torch name it calls
 Callers = dict[str, list[tuple[str, str, str, int]]]
+# per reference name, the Tensor methods the mode's table sends to it besides its own name
+Aliases = dict[str, tuple[str, ...]]
 
 
 def refs_name(path: str, qualname: str) -> str:
@@ -34,7 +40,8 @@ def refs_name(path: str, qualname: str) -> str:
 
 def callers_by_name(summaries: list[ModuleSummary]) -> Callers:
     """Per torch name (`sigmoid`, `nn.functional.relu`), the references that call it as
-    `torch.<name>(...)` or, for a top-level name, as a method of an object of unknown type."""
+    `torch.<name>(...)` or, for a top-level name, as a method of an object of unknown type;
+    per Tensor special method (`__floordiv__`), those whose operators may call it."""
     found: Callers = {}
     for summary in summaries:
         for qualname, uses in summary.uses.items():
@@ -45,7 +52,25 @@ def callers_by_name(summaries: list[ModuleSummary]) -> Callers:
                 if name:
                     how = f"calls {'.'.join(use.chain)}"
                     found.setdefault(name, []).append((summary.path, qualname, how, use.line))
+            for method, line in summary.operators.get(qualname, ()):
+                how = f"applies an operator (Tensor.{method})"
+                found.setdefault(method, []).append((summary.path, qualname, how, line))
     return found
+
+
+def mode_aliases(context: ModuleSummary | None) -> Aliases:
+    """The mode table's explicit entries sending a Tensor method to a reference under
+    another name (`torch.Tensor.__floordiv__: torch._refs.floor_divide`): per reference
+    name, those methods. Its other entries map `torch.<name>` to `_refs.<name>` by name."""
+    if context is None or context.path != MODE_TABLE[0]:
+        return {}
+    found: dict[str, list[str]] = {}
+    for key, value, _line in context.mappings.get(MODE_TABLE[1], ()):
+        if key[:2] == ("torch", "Tensor") and len(key) == 3 and value[:2] == ("torch", "_refs"):
+            name = ".".join(value[2:])
+            if key[2] != name:
+                found.setdefault(name, []).append(key[2])
+    return {name: tuple(methods) for name, methods in found.items()}
 
 
 def _called_torch_name(chain: tuple[str, ...], how: str, summary: ModuleSummary) -> str:
@@ -57,14 +82,18 @@ def _called_torch_name(chain: tuple[str, ...], how: str, summary: ModuleSummary)
     return chain[1] if len(chain) == 2 and unknown else ""
 
 
-def refs_mode_reach(changed: str, callers: Callers) -> list[tuple[str, tuple[Step, ...]]]:
-    """The references (by refs name) that run the changed reference `changed` under the
-    mode, each with the chain of calls from it to the change (nearest first)."""
+def refs_mode_reach(
+    changed: str, callers: Callers, aliases: Aliases | None = None, start: tuple[Step, ...] = ()
+) -> list[tuple[str, tuple[Step, ...]]]:
+    """The references (by refs name) that run the reference `changed` under the mode, each
+    with the chain of calls from it to the change (nearest first), after `start` (how the
+    change reaches `changed`, when it is not `changed` itself). `aliases`: `mode_aliases`."""
     reached: dict[str, tuple[Step, ...]] = {}
-    queue: deque[tuple[str, tuple[Step, ...]]] = deque([(changed, ())])
+    queue: deque[tuple[str, tuple[Step, ...]]] = deque([(changed, start)])
     while queue:
         name, chain = queue.popleft()
-        for path, qualname, how, line in callers.get(name, ()):
+        asked = (name, *(aliases or {}).get(name, ()))
+        for path, qualname, how, line in (c for n in asked for c in callers.get(n, ())):
             caller = refs_name(path, qualname)
             if caller in reached or caller == changed:
                 continue

@@ -29,12 +29,16 @@ import ast
 
 from selection.links.added import added_reach, shadowed_aten_op
 from selection.links.base import Link, Outcome, Step, Target
+from selection.links.graph import Edge
 from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
 from selection.links.refs_mode import (
+    MODE_TABLE,
     REFS_ROOT,
+    Aliases,
     Callers,
     callers_by_name,
+    mode_aliases,
     ref_entry_links,
     refs_mode_reach,
     refs_name,
@@ -214,25 +218,71 @@ def _through_unchanged_users(
 
 
 def _with_refs_mode(outcome: Outcome, change: SymbolChange, index: LinkIndex) -> Outcome:
-    """A changed reference of torch/_refs also reaches the ref tests of the references that
-    call it under TorchRefsMode (selection.links.refs_mode), beside its links; a canary's
-    outcome is left as it is (its aim is what the links reach)."""
-    name = refs_name(change.path, change.qualname)
-    if not name or change.kind == ChangeKind.added or outcome.canary:
+    """A changed reference of torch/_refs, and every reference whose code runs the change
+    (the call graph: a helper of `_refs.native_layer_norm`), also reach the ref tests of the
+    references that call them under TorchRefsMode (selection.links.refs_mode), beside their
+    links. A machinery canary's outcome is left as it is (its aim is what the links reach);
+    one that nothing links statically (a reference only the mode's table names) is linked
+    by these links instead."""
+    machinery = outcome.canary and not outcome.blind_spots
+    if change.kind == ChangeKind.added or machinery:
         return outcome
     first = Step(change.path, change.qualname, str(change.kind))
+    reached: dict[str, tuple[Step, ...]] = {}
+    for seed, start in _refs_running(change, index):
+        for name, chain in _mode_reach(seed, index):
+            reached.setdefault(name, (*start, *chain))
     links = ref_entry_links(
-        refs_mode_reach(name, _refs_callers(index)),
+        sorted(reached.items()),
         _ref_entries(index),
         lambda entry: tuple(i.node_id for i in root_instances(entry, index)),
         first,
     )
     if not links:
         return outcome
-    if outcome.no_effect:
+    if outcome.no_effect or outcome.canary:
         return Outcome(links=links, kind="library")
     outcome.links = [*outcome.links, *links]
     return outcome
+
+
+def _refs_running(change: SymbolChange, index: LinkIndex) -> list[tuple[str, tuple[Step, ...]]]:
+    """The references (by refs name) that run the change: itself, when it is one, then those
+    calling it, directly or through other functions (each with a step saying so)."""
+    if change.qualname == MODULE_SYMBOL:
+        return []  # what runs at import: the module-level links decide
+    own = refs_name(change.path, change.qualname)
+    seeds: list[tuple[str, tuple[Step, ...]]] = [(own, ())] if own else []
+    targets = [Target.function(change.path, change.qualname)]
+    for node in index.graph.users_among("refs-calling", targets, _is_reference, _is_call):
+        name = refs_name(node.path, node.name)
+        if name != own:
+            how = "runs the changed code (it calls it, directly or through other functions)"
+            seeds.append((name, (Step(node.path, node.name, how),)))
+    return seeds
+
+
+def _is_reference(target: Target) -> bool:
+    return target.kind == "function" and bool(refs_name(target.path, target.name))
+
+
+def _is_call(edge: Edge) -> bool:
+    return edge.kind == "call"
+
+
+def _mode_reach(name: str, index: LinkIndex) -> list[tuple[str, tuple[Step, ...]]]:
+    """`refs_mode_reach` from one reference, worked out once per run."""
+    return index.memo_per(
+        "symbol_changes.mode_reach",
+        name,
+        lambda: refs_mode_reach(name, _refs_callers(index), _mode_aliases(index)),
+    )
+
+
+def _mode_aliases(index: LinkIndex) -> Aliases:
+    return index.memo(
+        "symbol_changes.mode_aliases", lambda: mode_aliases(index.explorer.summary(MODE_TABLE[0]))
+    )
 
 
 def _refs_callers(index: LinkIndex) -> Callers:

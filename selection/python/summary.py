@@ -23,10 +23,12 @@ from selection.links.registrations import (
     registrations_in,
 )
 from selection.pyast import MODULE_SYMBOL, Symbol, module_symbols
+from selection.python import operators
 from selection.python.chains import Chain, aten_in_chain, chain_of, last_name
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
+from selection.python.operators import Mappings, Operators
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
 _CLASS_TESTS = {("isinstance",), ("issubclass",)}
@@ -87,6 +89,10 @@ class ModuleSummary:
     calls_on_load: frozenset[str] = frozenset()
     # methods read as attributes, not called (`@property`, `@cached_property`, setters)
     accessors: frozenset[str] = frozenset()
+    # in the modules TorchRefsMode's links read (selection.python.operators): per qualname,
+    # the special methods its operators call, and its dict literals' name-to-name entries
+    operators: dict[str, Operators] = field(default_factory=dict)
+    mappings: dict[str, Mappings] = field(default_factory=dict)
 
 
 def summarize(
@@ -104,6 +110,9 @@ def summarize(
         summary.uses[qualname] = tuple(collector.uses)
         if collector.device_uses:
             summary.device_uses[qualname] = tuple(collector.device_uses)
+        if operators.keeps(path) and symbol.kind in ("function", "method"):
+            summary.operators[qualname] = operators.operators_in(symbol.nodes)
+            summary.mappings[qualname] = operators.mappings_in(symbol.nodes)
         if symbol.kind == "class":
             summary.bases[qualname] = tuple(
                 c for b in getattr(symbol.nodes[0], "bases", []) if (c := chain_of(b))

@@ -33,6 +33,7 @@ ANALYSERS = (
     "selection.python.nested",
     "selection.python.failure_paths",
     "selection.python.op_lists",
+    "selection.python.operators",
     "selection.gradients",
     "selection.observed",
     "selection.links.registrations",

@@ -1,13 +1,22 @@
 """Under TorchRefsMode (the ref tests) a reference's `torch.X(...)` and `t.X()` calls run
 `torch._refs.X`: a changed reference reaches the ref tests of the references calling it so,
-through other references too (glu's reference calls `torch.sigmoid`)."""
+through other references too (glu's reference calls `torch.sigmoid`). The mode's table also
+sends Tensor methods to references of other names (`a // b` runs `_refs.floor_divide`); that
+table is data the mode looks up, so the link graph does not follow it."""
 
 from __future__ import annotations
 
 import ast
 
 from selection.links.base import Step, Target
-from selection.links.refs_mode import callers_by_name, ref_entry_links, refs_mode_reach, refs_name
+from selection.links.refs_mode import (
+    MODE_TABLE,
+    callers_by_name,
+    mode_aliases,
+    ref_entry_links,
+    refs_mode_reach,
+    refs_name,
+)
 from selection.python.names import ModuleNames
 from selection.python.summary import summarize
 
@@ -34,13 +43,38 @@ def gated(a):
 
 def plain(a):
     return torch._refs.sigmoid(a)
+
+def halves(a):
+    return a // 2
+
+def shape_only(a):
+    return a.shape[0] + 1
+"""
+TOP += """
+def floor_divide(a, b):
+    return torch.floor(a / b)
+"""
+CONTEXT = """
+import torch
+
+def torch_to_refs_map():
+    r = {
+        torch.Tensor.__floordiv__: torch._refs.floor_divide,
+        torch.Tensor.new_empty: torch._refs.new_empty,
+        torch.Tensor.copy_: torch._prims.copy_to,
+    }
+    for s in torch._refs.__all__:
+        r[torch.__dict__.get(s)] = torch._refs.__dict__.get(s)
+    return r
 """
 
 
+NAMES = ModuleNames([REFS, FUNCTIONAL, MODE_TABLE[0], "torch/__init__.py"])
+
+
 def _callers() -> dict[str, list[tuple[str, str, str, int]]]:
-    names = ModuleNames([REFS, FUNCTIONAL, "torch/__init__.py"])
     return callers_by_name(
-        [summarize(p, ast.parse(t), t, names) for p, t in ((REFS, TOP), (FUNCTIONAL, NN))]
+        [summarize(p, ast.parse(t), t, NAMES) for p, t in ((REFS, TOP), (FUNCTIONAL, NN))]
     )
 
 
@@ -73,3 +107,31 @@ def test_the_reached_references_link_their_ref_entries_instances() -> None:
     [link] = links
     assert link.target.node_ids == ("test_python_ref__refs_nn_functional_glu_spyre_float32",)
     assert link.evidence[0].symbol == "sigmoid" and link.evidence[-1].symbol == "glu"
+
+
+def test_the_mode_table_sends_tensor_methods_to_references_of_other_names() -> None:
+    """Only the explicit entries renaming a Tensor method count: a method sent to the
+    reference of its own name is a call by name already, a prim is no reference, and the
+    loop over `__all__` maps names to themselves."""
+    context = summarize(MODE_TABLE[0], ast.parse(CONTEXT), CONTEXT, NAMES)
+    assert mode_aliases(context) == {"floor_divide": ("__floordiv__",)}
+    assert mode_aliases(None) == {}
+
+
+def test_an_operator_on_a_tensor_reaches_the_reference_the_table_sends_it_to() -> None:
+    """`a // 2` in `halves` runs `_refs.floor_divide` under the mode (the operand's type is
+    not known, so any `//` counts); a reference applying no such operator is not reached."""
+    context = summarize(MODE_TABLE[0], ast.parse(CONTEXT), CONTEXT, NAMES)
+    reached = dict(refs_mode_reach("floor_divide", _callers(), mode_aliases(context)))
+    assert set(reached) == {"nn.functional.halves"}
+    assert "Tensor.__floordiv__" in reached["nn.functional.halves"][0].how
+    assert "nn.functional.halves" not in dict(refs_mode_reach("floor_divide", _callers()))
+
+
+def test_a_reference_reached_through_a_helper_starts_its_chain_with_how() -> None:
+    """A changed helper that `sigmoid` calls: the chain to glu's ref tests starts with the
+    step saying that sigmoid runs the change."""
+    start = (Step(REFS, "sigmoid", "runs the changed code"),)
+    reached = dict(refs_mode_reach("sigmoid", _callers(), start=start))
+    assert reached["nn.functional.glu"][0] == start[0]
+    assert reached["nn.functional.glu"][1].symbol == "glu"

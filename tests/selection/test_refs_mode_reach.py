@@ -1,0 +1,154 @@
+"""The ref tests run references under TorchRefsMode, which sends `torch.X(...)` and the Tensor
+methods its table names (`a // b`) to references: end to end in an upstream-shaped repository.
+
+- a changed helper of `_refs.sigmoid` reaches the ref tests of `glu`, whose reference calls
+  `torch.sigmoid` (the mode runs `_refs.sigmoid` there), though only `sigmoid` calls it;
+- a changed `_refs.floor_divide` reaches the ref tests of the reference applying `//`, which
+  the table sends to it, and no others: the table is data the mode looks up, not code that
+  runs what it names (followed as calls, it reached every ref test through the template's
+  `TorchRefsMode()`: upstream, 851 `test_python_ref` instances for a `_refs.floor` edit).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.observed_runs import manifest_file, select_head
+from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
+
+DB = f"{INTERNAL}/common_methods_invocations.py"
+REFS = """
+import torch
+
+
+def _scaled(a):
+    return a * 0.5
+
+
+def sigmoid(a):
+    return 1 / (1 + torch.exp(-_scaled(a)))
+
+
+def floor_divide(a, b):
+    return torch.floor(a / b)
+"""
+REFS_NN = """
+import torch
+
+
+def glu(a):
+    return a * torch.sigmoid(a)
+
+
+def halves(a):
+    return a // 2
+"""
+CONTEXT = """
+import torch
+
+
+def torch_to_refs_map():
+    return {
+        torch.Tensor.__floordiv__: torch._refs.floor_divide,
+        torch.sigmoid: torch._refs.sigmoid,
+    }
+
+
+class TorchRefsMode:
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return torch_to_refs_map().get(func, func)(*args, **(kwargs or {}))
+"""
+PYTHON_REF_INFO = """
+
+class PythonRefInfo(OpInfo):
+    def __init__(self, name, *, torch_opinfo_name, op=None, **kwargs):
+        super().__init__(name, op=op, **kwargs)
+        self.torch_opinfo_name = torch_opinfo_name
+"""
+REF_DB = """
+python_ref_db = [
+    PythonRefInfo("_refs.sigmoid", torch_opinfo_name="mul", op=torch._refs.sigmoid),
+    PythonRefInfo("_refs.nn.functional.glu", torch_opinfo_name="mul", op=torch._refs.nn.functional.glu),
+    PythonRefInfo("_refs.nn.functional.halves", torch_opinfo_name="mul", op=torch._refs.nn.functional.halves),
+]
+"""
+TEMPLATE = """
+    @ops(python_ref_db)
+    def test_python_ref(self, device, dtype, op):
+        with TorchRefsMode():
+            op.op(torch.ones(2, device=device, dtype=dtype))
+
+    @ops(op_db)
+    def test_skipped_by_manifest("""
+REFS_OPS = ("_refs.sigmoid", "_refs.nn.functional.glu", "_refs.nn.functional.halves")
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    repo = build_upstream(tmp_path_factory.mktemp("remote") / "pytorch")
+    repo.reset()
+    repo.write("torch/_refs/__init__.py", REFS)
+    repo.write("torch/_refs/nn/__init__.py", "")
+    repo.write("torch/_refs/nn/functional/__init__.py", REFS_NN)
+    repo.write("torch/_prims/__init__.py", "")
+    repo.write("torch/_prims/context.py", CONTEXT)
+    core = f"{INTERNAL}/opinfo/core.py"
+    repo.write(core, repo.read(core) + PYTHON_REF_INFO)
+    repo.edit(DB, "UnaryUfuncInfo\n", "UnaryUfuncInfo, PythonRefInfo\n")
+    repo.write(DB, repo.read(DB) + REF_DB)
+    repo.edit(
+        "test/test_ops.py",
+        "import op_db, unary_ufuncs",
+        "import op_db, python_ref_db, unary_ufuncs",
+    )
+    repo.edit(
+        "test/test_ops.py",
+        "import torch\n",
+        "import torch\nfrom torch._prims.context import TorchRefsMode\n",
+    )
+    repo.edit("test/test_ops.py", "\n    @ops(op_db)\n    def test_skipped_by_manifest(", TEMPLATE)
+    repo.base = repo.commit("references and the ref tests")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    text = MANIFEST.replace(
+        "            - TestCommon::test_plain\n", "            - TestCommon::test_python_ref\n"
+    ).replace("      - exp\n", "      - exp\n" + "".join(f"      - {op}\n" for op in REFS_OPS))
+    return manifest_file(tmp_path_factory.mktemp("manifests"), text)
+
+
+def _ref_tests(upstream: UpstreamRepo, manifest: Path, head: str, tmp_path: Path) -> set[str]:
+    state = select_head(upstream, manifest, head, tmp_path)
+    return {
+        c.instance.op or ""
+        for c in state.candidates.values()
+        if c.instance.template == "test_python_ref"
+        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
+    }
+
+
+def test_the_scope_holds_every_references_ref_tests(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """What the other tests leave out is left out by the selection, not by the scope."""
+    head = upstream.change("torch/_prims/context.py", "torch.sigmoid: ", "torch.special.expit: ")
+    assert _ref_tests(upstream, manifest, head, tmp_path) == set(REFS_OPS)
+
+
+def test_a_helper_of_a_reference_reaches_the_ref_tests_of_its_callers_under_the_mode(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change("torch/_refs/__init__.py", "a * 0.5", "a * 0.25")
+    reached = _ref_tests(upstream, manifest, head, tmp_path)
+    assert reached == {"_refs.sigmoid", "_refs.nn.functional.glu"}
+
+
+def test_a_reference_the_table_renames_reaches_the_references_applying_its_operator(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change("torch/_refs/__init__.py", "torch.floor(a / b)", "torch.ceil(a / b)")
+    assert _ref_tests(upstream, manifest, head, tmp_path) == {"_refs.nn.functional.halves"}

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 
 from selection.links.base import Link, Step, Target
+from selection.python.chains import aten_in_chain
 from selection.python.summary import ModuleSummary
 
 REFS_ROOT = "torch/_refs/"
@@ -25,6 +26,7 @@ REFS_ROOT = "torch/_refs/"
 MODE_TABLE = ("torch/_prims/context.py", "torch_to_refs_map")
 # (caller's path, caller's qualname, how it calls, line) per torch name it calls
 Callers = dict[str, list[tuple[str, str, str, int]]]
+ATEN = "aten::"  # how `callers_by_name` names an ATen op (`aten_name`)
 # per reference name, the Tensor methods the mode's table sends to it besides its own name
 Aliases = dict[str, tuple[str, ...]]
 
@@ -41,7 +43,8 @@ def refs_name(path: str, qualname: str) -> str:
 def callers_by_name(summaries: list[ModuleSummary]) -> Callers:
     """Per torch name (`sigmoid`, `nn.functional.relu`), the references that call it as
     `torch.<name>(...)` or, for a top-level name, as a method of an object of unknown type;
-    per Tensor special method (`__floordiv__`), those whose operators may call it."""
+    per Tensor special method (`__floordiv__`), those whose operators may call it; per ATen
+    op (`aten_name`), those calling it as `aten.<op>` (the mode runs its decomposition)."""
     found: Callers = {}
     for summary in summaries:
         for qualname, uses in summary.uses.items():
@@ -73,9 +76,18 @@ def mode_aliases(context: ModuleSummary | None) -> Aliases:
     return {name: tuple(methods) for name, methods in found.items()}
 
 
+def aten_name(op: str) -> str:
+    """The name `callers_by_name` keeps a call of an ATen op under: under the mode,
+    `aten.pad(...)` runs what the decomposition table holds for it."""
+    return ATEN + op.split(".", 1)[0]
+
+
 def _called_torch_name(chain: tuple[str, ...], how: str, summary: ModuleSummary) -> str:
     if how != "call" or len(chain) < 2:
         return ""
+    op = aten_in_chain(chain, summary.aten_aliases)
+    if op:
+        return aten_name(op)
     if chain[0] == "torch":
         return ".".join(chain[1:])
     unknown = chain[0] not in summary.kinds and chain[0] not in summary.bindings
@@ -97,9 +109,9 @@ def refs_mode_reach(
             caller = refs_name(path, qualname)
             if caller in reached or caller == changed:
                 continue
-            step = Step(
-                path, qualname, f"{how} (line {line}), torch._refs.{name} under TorchRefsMode"
-            )
+            op = name.removeprefix(ATEN)
+            runs = f"aten.{op}'s decomposition" if op != name else f"torch._refs.{name}"
+            step = Step(path, qualname, f"{how} (line {line}), {runs} under TorchRefsMode")
             reached[caller] = (*chain, step)
             queue.append((caller, reached[caller]))
     return sorted(reached.items())

@@ -26,10 +26,11 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from selection.links.added import added_reach, shadowed_aten_op
 from selection.links.base import Link, Outcome, Step, Target
-from selection.links.graph import Edge
+from selection.links.graph import Edge, LinkGraph
 from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
 from selection.links.refs_mode import (
@@ -37,6 +38,7 @@ from selection.links.refs_mode import (
     REFS_ROOT,
     Aliases,
     Callers,
+    aten_name,
     callers_by_name,
     mode_aliases,
     ref_entry_links,
@@ -254,12 +256,29 @@ def _refs_running(change: SymbolChange, index: LinkIndex) -> list[tuple[str, tup
     own = refs_name(change.path, change.qualname)
     seeds: list[tuple[str, tuple[Step, ...]]] = [(own, ())] if own else []
     targets = [Target.function(change.path, change.qualname)]
-    for node in index.graph.users_among("refs-calling", targets, _is_reference, _is_call):
+    how = "runs the changed code (it calls it, directly or through other functions)"
+    graph = index.graph
+    for node in graph.users_among("refs-calling", targets, _is_reference, _is_call):
         name = refs_name(node.path, node.name)
         if name != own:
-            how = "runs the changed code (it calls it, directly or through other functions)"
             seeds.append((name, (Step(node.path, node.name, how),)))
+    # a decomposition (or what it calls) runs under the mode where a reference calls its
+    # op as `aten.<op>` (the mode looks such calls up in the decomposition table)
+    for kernel in graph.users_among("registered-calling", targets, _is_registered(graph), _is_call):
+        start = () if kernel in targets else (Step(kernel.path, kernel.name, how),)
+        for edge in graph.users.get(kernel, ()):
+            if edge.kind == "registration" and edge.user.kind == "aten":
+                seeds.append((aten_name(edge.user.name), (*start, edge.step)))
     return seeds
+
+
+def _is_registered(graph: LinkGraph) -> Callable[[Target], bool]:
+    """Is a node a Python kernel registered for an ATen op?"""
+
+    def registered(target: Target) -> bool:
+        return any(e.kind == "registration" for e in graph.users.get(target, ()))
+
+    return registered
 
 
 def _is_reference(target: Target) -> bool:

@@ -3,6 +3,8 @@ methods its table names (`a // b`) to references: end to end in an upstream-shap
 
 - a changed helper of `_refs.sigmoid` reaches the ref tests of `glu`, whose reference calls
   `torch.sigmoid` (the mode runs `_refs.sigmoid` there), though only `sigmoid` calls it;
+- a changed decomposition reaches the ref tests of the reference calling its op as
+  `aten.<op>` (the mode runs the decomposition table's entry there);
 - a changed `_refs.floor_divide` reaches the ref tests of the reference applying `//`, which
   the table sends to it, and no others: the table is data the mode looks up, not code that
   runs what it names (followed as calls, it reached every ref test through the template's
@@ -16,11 +18,18 @@ from pathlib import Path
 import pytest
 
 from tests.support.observed_runs import manifest_file, select_head
+from tests.support.upstream_library import DECOMP_INIT
 from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 REFS = """
 import torch
+
+aten = torch.ops.aten
+
+
+def padded(a):
+    return aten.constant_pad_nd(a, [1, 1])
 
 
 def _scaled(a):
@@ -44,6 +53,22 @@ def glu(a):
 
 def halves(a):
     return a // 2
+"""
+DECOMPOSITIONS = """
+import torch
+from torch._decomp import register_decomposition
+
+aten = torch._ops.ops.aten
+
+
+@register_decomposition(aten.constant_pad_nd)
+def constant_pad_nd(a, pad, value=0):
+    return a + value
+"""
+NATIVE = """
+- func: constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor
+  dispatch:
+    CompositeImplicitAutograd: constant_pad_nd
 """
 CONTEXT = """
 import torch
@@ -72,6 +97,7 @@ python_ref_db = [
     PythonRefInfo("_refs.sigmoid", torch_opinfo_name="mul", op=torch._refs.sigmoid),
     PythonRefInfo("_refs.nn.functional.glu", torch_opinfo_name="mul", op=torch._refs.nn.functional.glu),
     PythonRefInfo("_refs.nn.functional.halves", torch_opinfo_name="mul", op=torch._refs.nn.functional.halves),
+    PythonRefInfo("_refs.padded", torch_opinfo_name="mul", op=torch._refs.padded),
 ]
 """
 TEMPLATE = """
@@ -82,7 +108,12 @@ TEMPLATE = """
 
     @ops(op_db)
     def test_skipped_by_manifest("""
-REFS_OPS = ("_refs.sigmoid", "_refs.nn.functional.glu", "_refs.nn.functional.halves")
+REFS_OPS = (
+    "_refs.sigmoid",
+    "_refs.nn.functional.glu",
+    "_refs.nn.functional.halves",
+    "_refs.padded",
+)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +123,10 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     repo.write("torch/_refs/__init__.py", REFS)
     repo.write("torch/_refs/nn/__init__.py", "")
     repo.write("torch/_refs/nn/functional/__init__.py", REFS_NN)
+    native = "torchgen/packaged/ATen/native/native_functions.yaml"
+    repo.write(native, repo.read(native) + NATIVE)
+    repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
+    repo.write("torch/_decomp/decompositions.py", DECOMPOSITIONS)
     repo.write("torch/_prims/__init__.py", "")
     repo.write("torch/_prims/context.py", CONTEXT)
     core = f"{INTERNAL}/opinfo/core.py"
@@ -152,3 +187,10 @@ def test_a_reference_the_table_renames_reaches_the_references_applying_its_opera
 ) -> None:
     head = upstream.change("torch/_refs/__init__.py", "torch.floor(a / b)", "torch.ceil(a / b)")
     assert _ref_tests(upstream, manifest, head, tmp_path) == {"_refs.nn.functional.halves"}
+
+
+def test_a_decomposition_reaches_the_ref_tests_of_a_reference_calling_its_aten_op(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change("torch/_decomp/decompositions.py", "a + value", "a - value")
+    assert _ref_tests(upstream, manifest, head, tmp_path) == {"_refs.padded"}

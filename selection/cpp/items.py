@@ -202,9 +202,10 @@ _OPENING = {"(": ")", "[": "]", "{": "}"}
 
 def call_arguments(tokens: list[str], open_at: int, limit: int = 2000) -> int | None:
     """The number of arguments of the call whose `(` is `tokens[open_at]`: C++ has no
-    keywords, so a call passing n arguments omits exactly those after the n-th. None when
-    it cannot be counted (template arguments or a comparison, `<`; a directive; no `)`
-    within `limit` tokens)."""
+    keywords, so a call passing n arguments may omit only what follows the n-th (an API
+    packing several schema arguments into one, `TensorOptions`, passes fewer than it
+    covers: it only ever looks like omitting more). None when it cannot be counted (template
+    arguments or a less-than, `<`; a directive; no `)` within `limit` tokens)."""
     closers: list[str] = []
     commas, empty = 0, True
     for token in tokens[open_at : open_at + limit]:

@@ -21,7 +21,6 @@ from selection.cpp.paths import FUNCTIONS_MANUAL
 from selection.links.native_calls import META_FUNC, Called, Definition
 
 MAX_DEPTH = 2
-_API_SUFFIXES = ("_outf", "_out", "_symint")
 
 
 class SourceCode:
@@ -48,11 +47,13 @@ class SourceCode:
         return []
 
     def _op(self, name: str) -> str | None:
-        if name in self.bases:
-            return name
-        for suffix in _API_SUFFIXES:
-            if name.endswith(suffix) and name.removesuffix(suffix) in self.bases:
-                return name.removesuffix(suffix)
+        """The op whose C++ API `name` is: `narrow`, `narrow_symint`, `add_out`, `add_outf`,
+        `narrow_copy_symint_out`."""
+        stems = [name] + [name.removesuffix(s) for s in ("_outf", "_out") if name.endswith(s)]
+        for stem in stems:
+            for base in (stem, stem.removesuffix("_symint")):
+                if base in self.bases:
+                    return base
         return None
 
     def _definition(self, path: str, item: CppItem) -> Definition:

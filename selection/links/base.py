@@ -80,6 +80,11 @@ class Step:
         return f"{where} {self.how}".strip()
 
 
+def fewest_arguments(first: int | None, second: int | None) -> int | None:
+    """What two calls that one hop stands for pass at least: the fewer, unknown if either is."""
+    return None if first is None or second is None else min(first, second)
+
+
 @dataclass(frozen=True)
 class Link:
     """A changed item reaches `target`; `evidence` is the chain of hops, first to last."""

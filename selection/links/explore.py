@@ -33,7 +33,7 @@ from selection.links.native_calls import KIND as NATIVE_CALL
 from selection.links.native_calls import NativeCalls
 from selection.links.python_refs import python_ref_uses
 from selection.links.recorded_uses import recorded_uses
-from selection.links.refs_mode import MODE_TABLE
+from selection.links.refs_mode import MODE_TABLE, mode_aliases
 from selection.links.registrations import inferred_op, is_registration_module
 from selection.links.subsystems import subsystem_of
 from selection.native_yaml import NativeYamlError, parse_entries
@@ -233,8 +233,10 @@ class Explorer:
         return self.graph
 
     def _out(self, node: Target) -> Out:
-        if (node.path, node.name) == MODE_TABLE:
-            return  # the mode's table: what it names runs under the mode (links.refs_mode)
+        if (node.path, node.name) == MODE_TABLE and mode_aliases(self.summary(node.path)):
+            # the mode's table, read as such: what it names runs under the mode, where the
+            # refs-mode links reach (a table rewritten past reading is followed as code)
+            return
         if node.kind == "function":
             summary = self.summary(node.path)
             if summary is not None and node.name in summary.kinds:

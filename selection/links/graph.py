@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from selection.links.base import Link, Step, Target
+from selection.links.base import Link, Step, Target, fewest_arguments
 
 ROOT_KINDS = ("entry", "template")
 
@@ -101,20 +101,34 @@ class LinkGraph:
         self.uses: dict[Target, list[Edge]] = {}
         # uses in code only another device runs, by the target used (never followed)
         self.device_users: dict[Target, list[Step]] = {}
-        self._seen: set[tuple[Target, Target, str]] = set()
+        self._seen: dict[tuple[Target, Target, str], Edge] = {}
         self._roots: list[Target] = []
         self._bits: dict[Target, tuple[int, int]] | None = None
         # `users_among`'s closures, by label: (the wanted nodes, per node their bitset)
         self._closures: dict[str, tuple[list[Target], dict[Target, int]]] = {}
 
     def add(self, user: Target, used: Target, kind: str, step: Step) -> None:
+        """One edge per (user, used, kind): the first step found is its evidence, with the
+        fewest arguments any of the calls it stands for passes (`Step.arguments`: an edge
+        from a backward formula and one from the C++ helper it calls are one edge)."""
         user, used = node_of(user), node_of(used)
-        if user == used or (user, used, kind) in self._seen:
+        if user == used:
             return
-        self._seen.add((user, used, kind))
-        edge = Edge(user, used, kind, step)
+        key = (user, used, kind)
+        known = self._seen.get(key)
+        if known is not None:
+            fewest = fewest_arguments(known.step.arguments, step.arguments)
+            if fewest != known.step.arguments:
+                self._replace(known, Edge(user, used, kind, replace(known.step, arguments=fewest)))
+            return
+        edge = self._seen[key] = Edge(user, used, kind, step)
         self.users.setdefault(used, []).append(edge)
         self.uses.setdefault(user, []).append(edge)
+
+    def _replace(self, old: Edge, new: Edge) -> None:
+        self._seen[(new.user, new.used, new.kind)] = new
+        for edges in (self.users[old.used], self.uses[old.user]):
+            edges[edges.index(old)] = new
 
     def add_device_use(self, used: Target, step: Step) -> None:
         self.device_users.setdefault(node_of(used), []).append(step)
@@ -148,7 +162,8 @@ class LinkGraph:
         `wanted` and `follow` pair), as bitsets over the wanted nodes."""
         if label not in self._closures:
             nodes = list(set(self.users) | set(self.uses))
-            picked = [n for n in nodes if wanted(n)]
+            # in a fixed order: the caller keeps the first chain found per node
+            picked = sorted((n for n in nodes if wanted(n)), key=_order)
             own = {node: 1 << i for i, node in enumerate(picked)}
             self._closures[label] = picked, _closure(self, nodes, own, follow)
         picked, bits = self._closures[label]
@@ -203,6 +218,10 @@ class LinkGraph:
             if node.kind in ROOT_KINDS and (not registered or (node, False) not in best):
                 found[node] = link
         return found
+
+
+def _order(target: Target) -> tuple[str, str, str, str, str]:
+    return target.kind, target.path, target.scope, target.name, target.variant
 
 
 def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from selection.cpp.native_index import IMPLICIT_KEY, FormulaIndex, NativeIndex
-from selection.links.base import Step
+from selection.links.base import Step, fewest_arguments
 
 KIND = "native-call"
 LIBRARY = "torch/lib/libtorch_cpu.so"
@@ -95,11 +95,8 @@ class Called:
     arguments: int | None = None
 
     def fewest(self, other: Called) -> Called:
-        """This call, or `other` when it passes fewer arguments (an unknown count wins)."""
-        mine, theirs = self.arguments, other.arguments
-        if mine is None or (theirs is not None and theirs >= mine):
-            return self
-        return other
+        """This call, passing what it and `other` pass at least (`fewest_arguments`)."""
+        return replace(self, arguments=fewest_arguments(self.arguments, other.arguments))
 
 
 @dataclass(frozen=True)
@@ -209,9 +206,10 @@ def _add(
         return
     steps = table.setdefault(base, {})
     first = steps.setdefault(called_base, step)
-    if first is not step and first.arguments is not None:
-        fewest = None if step.arguments is None else min(first.arguments, step.arguments)
-        steps[called_base] = replace(first, arguments=fewest)
+    if first is not step:
+        steps[called_base] = replace(
+            first, arguments=fewest_arguments(first.arguments, step.arguments)
+        )
 
 
 def _frozen(table: dict[str, dict[str, Step]]) -> Calls:

@@ -13,17 +13,20 @@ recording links it: these links are the ref entries' instances themselves.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from selection.links.base import Link, Step, Target
 from selection.python.chains import aten_in_chain
+from selection.python.operators import MODE_MODULE
 from selection.python.summary import ModuleSummary
 
 REFS_ROOT = "torch/_refs/"
 # The mode's table of what it sends where. Its entries are data the mode looks up, not code
 # it runs: the link graph does not follow its uses (selection.links.explore), and
 # `mode_aliases` reads its explicit entries into these links instead.
-MODE_TABLE = ("torch/_prims/context.py", "torch_to_refs_map")
+MODE_TABLE = (MODE_MODULE, "torch_to_refs_map")
+# The table sends `Tensor.X` to `torch._refs._conversions.X` (`t.float()`, `t.bfloat16()`).
+CONVERSIONS = "_conversions."
 # (caller's path, caller's qualname, how it calls, line) per torch name it calls
 Callers = dict[str, list[tuple[str, str, str, int]]]
 ATEN = "aten::"  # how `callers_by_name` names an ATen op (`aten_name`)
@@ -56,7 +59,7 @@ def callers_by_name(summaries: list[ModuleSummary]) -> Callers:
                     how = f"calls {'.'.join(use.chain)}"
                     found.setdefault(name, []).append((summary.path, qualname, how, use.line))
             for method, line in summary.operators.get(qualname, ()):
-                how = f"applies an operator (Tensor.{method})"
+                how = f"applies an operator the mode sees as Tensor.{method}"
                 found.setdefault(method, []).append((summary.path, qualname, how, line))
     return found
 
@@ -94,27 +97,43 @@ def _called_torch_name(chain: tuple[str, ...], how: str, summary: ModuleSummary)
     return chain[1] if len(chain) == 2 and unknown else ""
 
 
+Direct = Callable[[str], Iterable[tuple[str, Step]]]
+
+
 def refs_mode_reach(
-    changed: str, callers: Callers, aliases: Aliases | None = None, start: tuple[Step, ...] = ()
+    changed: str,
+    callers: Callers,
+    aliases: Aliases | None = None,
+    direct: Direct = lambda _name: (),
 ) -> list[tuple[str, tuple[Step, ...]]]:
     """The references (by refs name) that run the reference `changed` under the mode, each
-    with the chain of calls from it to the change (nearest first), after `start` (how the
-    change reaches `changed`, when it is not `changed` itself). `aliases`: `mode_aliases`."""
+    with the chain of calls from it to the change (nearest first). `aliases`:
+    `mode_aliases`; `direct`: per reference, the references calling it as a Python function
+    (`sigmoid` calling `_scaled(a)`), which run under the mode whatever it runs there."""
     reached: dict[str, tuple[Step, ...]] = {}
-    queue: deque[tuple[str, tuple[Step, ...]]] = deque([(changed, start)])
+    queue: deque[tuple[str, tuple[Step, ...]]] = deque([(changed, ())])
     while queue:
         name, chain = queue.popleft()
-        asked = (name, *(aliases or {}).get(name, ()))
-        for path, qualname, how, line in (c for n in asked for c in callers.get(n, ())):
-            caller = refs_name(path, qualname)
-            if caller in reached or caller == changed:
-                continue
-            op = name.removeprefix(ATEN)
-            runs = f"aten.{op}'s decomposition" if op != name else f"torch._refs.{name}"
-            step = Step(path, qualname, f"{how} (line {line}), {runs} under TorchRefsMode")
-            reached[caller] = (*chain, step)
-            queue.append((caller, reached[caller]))
+        for caller, step in [*_mode_callers(name, callers, aliases or {}), *direct(name)]:
+            if caller not in reached and caller != changed:
+                reached[caller] = (*chain, step)
+                queue.append((caller, reached[caller]))
     return sorted(reached.items())
+
+
+def _mode_callers(name: str, callers: Callers, aliases: Aliases) -> Iterator[tuple[str, Step]]:
+    """The references whose calls or operators run reference `name` under the mode."""
+    asked = (name, *aliases.get(name, ()), *_conversion_method(name))
+    op = name.removeprefix(ATEN)
+    runs = f"aten.{op}'s decomposition" if op != name else f"torch._refs.{name}"
+    for path, qualname, how, line in (c for n in asked for c in callers.get(n, ())):
+        step = Step(path, qualname, f"{how} (line {line}), {runs} under TorchRefsMode")
+        yield refs_name(path, qualname), step
+
+
+def _conversion_method(name: str) -> tuple[str, ...]:
+    """`_conversions.float` is what `t.float()` runs under the mode."""
+    return (name.removeprefix(CONVERSIONS),) if name.startswith(CONVERSIONS) else ()
 
 
 def ref_entry_links(

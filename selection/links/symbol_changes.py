@@ -224,8 +224,8 @@ def _with_refs_mode(outcome: Outcome, change: SymbolChange, index: LinkIndex) ->
     (the call graph: a helper of `_refs.native_layer_norm`), also reach the ref tests of the
     references that call them under TorchRefsMode (selection.links.refs_mode), beside their
     links. A machinery canary's outcome is left as it is (its aim is what the links reach);
-    one that nothing links statically (a reference only the mode's table names) is linked
-    by these links instead."""
+    one that nothing links statically (a reference only the mode's table names) keeps its
+    canary and blind spot beside these links (what else may run it is not known)."""
     machinery = outcome.canary and not outcome.blind_spots
     if change.kind == ChangeKind.added or machinery:
         return outcome
@@ -242,8 +242,16 @@ def _with_refs_mode(outcome: Outcome, change: SymbolChange, index: LinkIndex) ->
     )
     if not links:
         return outcome
-    if outcome.no_effect or outcome.canary:
+    if outcome.no_effect:
         return Outcome(links=links, kind="library")
+    if outcome.canary:
+        return Outcome(
+            links=links,
+            beside=outcome.canary,
+            canary_aim=outcome.links,
+            blind_spots=outcome.blind_spots,
+            kind="library",
+        )
     outcome.links = [*outcome.links, *links]
     return outcome
 
@@ -294,8 +302,29 @@ def _mode_reach(name: str, index: LinkIndex) -> list[tuple[str, tuple[Step, ...]
     return index.memo_per(
         "symbol_changes.mode_reach",
         name,
-        lambda: refs_mode_reach(name, _refs_callers(index), _mode_aliases(index)),
+        lambda: refs_mode_reach(
+            name, _refs_callers(index), _mode_aliases(index), lambda ref: _direct(ref, index)
+        ),
     )
+
+
+def _direct(name: str, index: LinkIndex) -> list[tuple[str, Step]]:
+    """The references calling reference `name` as a Python function (the graph's calls)."""
+    node = _reference_nodes(index).get(name)
+    users = index.graph.users.get(node, []) if node is not None else []
+    return [
+        (refs_name(e.user.path, e.user.name), e.step)
+        for e in users
+        if _is_call(e) and _is_reference(e.user)
+    ]
+
+
+def _reference_nodes(index: LinkIndex) -> dict[str, Target]:
+    def build() -> dict[str, Target]:
+        nodes = [*index.graph.users, *index.graph.uses]
+        return {refs_name(n.path, n.name): n for n in nodes if _is_reference(n)}
+
+    return index.memo("symbol_changes.reference_nodes", build)
 
 
 def _mode_aliases(index: LinkIndex) -> Aliases:

@@ -89,8 +89,9 @@ class ModuleSummary:
     calls_on_load: frozenset[str] = frozenset()
     # methods read as attributes, not called (`@property`, `@cached_property`, setters)
     accessors: frozenset[str] = frozenset()
-    # in the modules TorchRefsMode's links read (selection.python.operators): per qualname,
-    # the special methods its operators call, and its dict literals' name-to-name entries
+    # for TorchRefsMode's links (selection.python.operators): per qualname, the names its
+    # operators reach the mode under (references), its dict literals' name-to-name entries
+    # (the mode's module)
     operators: dict[str, Operators] = field(default_factory=dict)
     mappings: dict[str, Mappings] = field(default_factory=dict)
 
@@ -110,8 +111,9 @@ def summarize(
         summary.uses[qualname] = tuple(collector.uses)
         if collector.device_uses:
             summary.device_uses[qualname] = tuple(collector.device_uses)
-        if operators.keeps(path) and symbol.kind in ("function", "method"):
+        if operators.keeps_operators(path) and symbol.kind in ("function", "method"):
             summary.operators[qualname] = operators.operators_in(symbol.nodes)
+        if operators.keeps_mappings(path) and symbol.kind in ("function", "method"):
             summary.mappings[qualname] = operators.mappings_in(symbol.nodes)
         if symbol.kind == "class":
             summary.bases[qualname] = tuple(

@@ -25,6 +25,7 @@ ANALYSERS = (
     "selection.pyast",
     "selection.devices",
     "selection.detect",
+    "selection.python",
     "selection.python.for_us",
     "selection.python.summary",
     "selection.python.chains",
@@ -38,6 +39,23 @@ ANALYSERS = (
     "selection.observed",
     "selection.links.registrations",
     "selection.model",
+    # what those import (a test checks the list is closed under imports)
+    "selection.cpp.declarators",
+    "selection.cpp.detect",
+    "selection.cpp.diff",
+    "selection.cpp.items",
+    "selection.cpp.macros",
+    "selection.cpp.paths",
+    "selection.cpp.reader",
+    "selection.cpp.scan",
+    "selection.cpp.tokens",
+    "selection.dtypes_eval",
+    "selection.native_yaml",
+    "selection.opinfo_db",
+    "selection.oplists",
+    "selection.sources.analysis_cache",
+    "selection.sources.tree",
+    "selection.upstream",
 )
 
 

@@ -30,7 +30,14 @@ from selection.cpp.binary_calls import (
     qualified_name,
 )
 from selection.cpp.native_index import FormulaIndex, build_formula_index, build_native_index
-from selection.links.native_calls import DECIDERS, LIBRARY, NOTE_PREFIX, native_call_uses
+from selection.links.native_calls import (
+    DECIDERS,
+    LIBRARY,
+    NOTE_PREFIX,
+    Called,
+    Definition,
+    native_call_uses,
+)
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.native_binary import LIBRARY_DECIDERS
@@ -527,3 +534,63 @@ def test_a_default_change_reaches_the_op_whose_kernel_omits_the_argument(tmp_pat
 
 def test_control_a_default_change_passes_by_a_kernel_passing_the_argument(tmp_path: Path) -> None:
     assert _default_change_reaches_relu6(tmp_path, "at::hardtanh(self, low, high)") == set()
+
+
+def test_an_out_apis_count_is_not_read_its_out_comes_first(tmp_path: Path) -> None:
+    """`at::hardtanh_out(out, self, low)` passes three, but `out` is first in C++ and last in
+    the schema: the count says nothing of `max_val`, so the call may omit it."""
+    reached = _default_change_reaches_relu6(tmp_path, "at::hardtanh_out(out, self, low, high)")
+    assert reached == {"test_fake", "test_out", "test_unary"}
+
+
+class _Kernels:
+    """KernelCode whose kernels call what they are given (per kernel name)."""
+
+    source = "given"
+
+    def __init__(self, calls: dict[str, tuple[Called, ...]]) -> None:
+        self.calls = calls
+
+    def kernel(self, kernel: str, key: str) -> list[Definition]:
+        found = self.calls.get(kernel)
+        return [Definition("native/X.cpp", kernel, found)] if found else []
+
+    def helper(self, name: str) -> list[Definition]:
+        return []
+
+
+def test_an_ops_kernels_calling_one_op_keep_the_fewest_arguments_any_passes() -> None:
+    """Two composite kernels of one op (overloads) call hardtanh passing three and two
+    arguments: the edge passes two; a kernel passing an unknown count makes it unknown."""
+    native = build_native_index(
+        "- func: f(Tensor self) -> Tensor\n  dispatch:\n    CompositeImplicitAutograd: f_a\n"
+        "- func: f.b(Tensor self) -> Tensor\n  dispatch:\n    CompositeImplicitAutograd: f_b\n"
+        "- func: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor\n",
+        "native_functions.yaml",
+    )
+
+    def passed(a: int | None, b: int | None) -> int | None:
+        code = _Kernels(
+            {
+                "f_a": (Called("hardtanh", "at::hardtanh(", (), a),),
+                "f_b": (Called("hardtanh", "at::hardtanh(", (), b),),
+            }
+        )
+        calls = native_call_uses(code, native, FormulaIndex(), native.overloads)
+        [(called, step)] = calls.kernels["f"]
+        assert called == "hardtanh"
+        return step.arguments
+
+    assert passed(3, 2) == 2
+    assert passed(2, 3) == 2
+    assert passed(3, None) is None
+    assert passed(None, 3) is None
+
+
+def test_the_analysis_cache_is_keyed_by_every_module_computing_what_it_holds() -> None:
+    """Summaries and symbol comparisons are cached under the hash of ANALYSERS' sources:
+    a module one of them imports decides what is cached too (selection.python.operators
+    feeds the summaries TorchRefsMode's links read)."""
+    from selection.sources.analysis_cache import ANALYSERS
+
+    assert _closure(ANALYSERS) == set(ANALYSERS)

@@ -5,6 +5,9 @@ methods its table names (`a // b`) to references: end to end in an upstream-shap
   `torch.sigmoid` (the mode runs `_refs.sigmoid` there), though only `sigmoid` calls it;
 - a changed decomposition reaches the ref tests of the reference calling its op as
   `aten.<op>` (the mode runs the decomposition table's entry there);
+- a changed `_refs.mul` reaches the ref tests of the references applying `*` to what may be
+  a tensor (the mode sees `Tensor.mul`), and of those calling such a reference as a Python
+  function (`sigmoid` calls `_scaled`, which multiplies);
 - a changed `_refs.floor_divide` reaches the ref tests of the reference applying `//`, which
   the table sends to it, and no others: the table is data the mode looks up, not code that
   runs what it names (followed as calls, it reached every ref test through the template's
@@ -42,6 +45,10 @@ def sigmoid(a):
 
 def floor_divide(a, b):
     return torch.floor(a / b)
+
+
+def mul(a, b):
+    return torch._prims.mul(a, b)
 """
 REFS_NN = """
 import torch
@@ -194,3 +201,20 @@ def test_a_decomposition_reaches_the_ref_tests_of_a_reference_calling_its_aten_o
 ) -> None:
     head = upstream.change("torch/_decomp/decompositions.py", "a + value", "a - value")
     assert _ref_tests(upstream, manifest, head, tmp_path) == {"_refs.padded"}
+
+
+def test_an_operator_the_mode_sees_by_its_methods_name_reaches_that_reference(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change("torch/_refs/__init__.py", "torch._prims.mul(a, b)", "a")
+    state = select_head(upstream, manifest, head, tmp_path)
+    reached = {
+        c.instance.op
+        for c in state.candidates.values()
+        if c.instance.template == "test_python_ref"
+        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
+    }
+    assert reached == {"_refs.sigmoid", "_refs.nn.functional.glu"}
+    # nothing calls `mul` by name: what else may run it is not known, so its blind spot and
+    # canary stay beside the links
+    assert any("mul modified: linked to no reused test statically" in b for b in state.blind_spots)

@@ -227,3 +227,19 @@ def test_a_default_change_reaches_test_code_calling_the_op_eagerly(
     deps = recorded_map(tmp_path, {}, aten={pair: ["add.Tensor"] for pair in pairs})
     state = select_from(upstream, manifest, base, head, tmp_path, deps=str(deps), reset=False)
     assert {op for op, _ in linked_ops(state)} >= {"add", "mul"}
+
+
+def test_one_edge_standing_for_several_calls_keeps_the_fewest_arguments_they_pass() -> None:
+    """A backward formula passing three arguments and the C++ helper it calls passing one
+    make one `derivative` edge: a default at position 1 or 2 reaches through it; an unknown
+    count makes it reach for any position."""
+    graph = LinkGraph()
+    user, used = Target.aten("std_mean"), Target.aten("mean")
+    graph.add(user, used, "derivative", Step("derivatives.yaml", "std_mean", "formula", 3))
+    graph.add(user, used, "derivative", Step("FunctionsManual.cpp", "var_backward", "", 1))
+    [edge] = graph.users[used]
+    assert edge.step.arguments == 1 and edge.step.path == "derivatives.yaml"
+    assert graph.uses[user] == [edge]
+    graph.add(user, used, "derivative", Step("FunctionsManual.cpp", "other", "", None))
+    [edge] = graph.users[used]
+    assert edge.step.arguments is None and graph.uses[user] == [edge]

@@ -71,6 +71,7 @@ class _Progress:
             TimeElapsedColumn(),
             console=console,
             transient=True,  # an empty bar would leave a blank line before an error
+            disable=not console.is_terminal,  # off a terminal, it leaves one on stopping
         )
         self.tasks: dict[str, TaskID] = {}
 
@@ -206,7 +207,8 @@ def _agent(kind: str, llm: dict[str, Any], cache: Path) -> tuple[Any, dict[str, 
     show_default=True,
     metavar="auto|none|FILE",
     help="Recorded dependencies (spyre-ci deps record): auto = the cache's map for the base's "
-    "torch version and the device; none = static links only; or a spyre-ci/deps JSON artifact.",
+    "torch version and the device (kept there as SQLite); none = static links only; or a "
+    "spyre-ci/deps JSON artifact (.json or .json.gz, as `spyre-ci deps export` writes).",
 )
 @click.option(
     "--widen",
@@ -381,8 +383,9 @@ def _select(kw: dict[str, Any], console: Console) -> int:
         console=console,
     )
     with analysis:
+        changed = len(request.changed_paths) + len(request.unanalysed)
         files = analysis.add_task(
-            f"analysing {len(request.changed_paths)} changed upstream files",
+            f"analysing {changed} changed upstream file{'' if changed == 1 else 's'}",
             total=len(request.changed_paths) or 1,
         )
         state = run_pipeline(

@@ -332,7 +332,7 @@ class Mapper:
             how = Cause(
                 "map",
                 "widen",
-                f"{file.path} could not be analysed ({file.parse_error}): its dependents run",
+                f"could not be analysed ({file.parse_error}): its dependents run",
             )
             if file.path.startswith("test/"):
                 instances = [i for i in self.index.universe.instances if i.file == file.path]

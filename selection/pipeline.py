@@ -249,6 +249,7 @@ def prepare(
         observed=observed,
         cache=analysis,
         unanalysed=excluded,
+        base_is_release=on_release,
         native_calls=native_calls,
         native_calls_note=calls_note,
     )

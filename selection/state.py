@@ -51,6 +51,7 @@ class SelectionRequest:
     # paths a --diff changes that the base tree lacks (a release wheel has no test/ and no
     # C++): their hunks cannot be analysed, so their dependents are widened (detect stage)
     unanalysed: list[str] = field(default_factory=list)
+    base_is_release: bool = False  # the base is a release mirrored from its wheel
     cache: AnalysisCache | None = None
     # the C++ calls between ops of the head's release library (selection.links.native_calls)
     native_calls: NativeCalls | None = None

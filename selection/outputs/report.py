@@ -9,8 +9,10 @@ from typing import Any
 
 import jinja2
 
+from selection.agents.deterministic import PRIORITY
 from selection.links.native_calls import NOTE_PREFIX
 from selection.outputs.blind_spots import change_spot_groups, run_spots
+from selection.stages.triage import MODE_WEIGHT
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -103,9 +105,22 @@ def report_context(doc: dict[str, Any], top: int = 15) -> dict[str, Any]:
         "plural": plural,
         "run_spots": run_spots(doc["blind_spots"]),
         "spot_groups": change_spot_groups(doc["blind_spots"]),
-        "first": selected[:top],
+        "first": [{**s, "why": why(s["causes"])} for s in selected[:top]],
+        "priority": PRIORITY,  # the rank's explanation quotes them
+        "mode_weight": MODE_WEIGHT,
         "ratio_pct": None if doc["summary"]["ratio"] is None else share(doc["summary"]["ratio"]),
     }
+
+
+def why(causes: list[dict[str, Any]]) -> str:
+    """What changed and how it reaches the test: the detect cause, then the map cause when
+    it says more than the change itself (`OpInfo 'x' modified: y removed` is not followed by
+    `OpInfo 'x': y removed`)."""
+    detect = next((c["summary"] for c in causes if c["stage"] == "detect"), "")
+    how = next((c["summary"] for c in causes if c["stage"] == "map"), "")
+    said = detect.replace(" modified", "").replace(":", "")
+    parts = [detect] + ([how] if how and how.replace(":", "") not in said else [])
+    return " → ".join(p for p in parts if p)
 
 
 def share(ratio: float) -> str:

@@ -23,7 +23,7 @@ class DetectStage:
             if is_not_code(path):  # documentation or CI: no effect, whatever the base holds
                 changes.files.append(FileChange(path, ChangeKind.modified))
                 continue
-            why = f"the diff changes it, but the base tree ({request.base.label}) has no such file"
+            why = _unanalysed_reason(path, request.base.label, request.base_is_release)
             file = FileChange(path, ChangeKind.modified, parse_error=why)
             changes.files.append(file)
             changes.unparseable.append(file)
@@ -47,3 +47,19 @@ class DetectStage:
             "unparseable_files": len(changes.unparseable),
         }
         return StageReport(self.name, counts)
+
+
+def _unanalysed_reason(path: str, base: str, release: bool) -> str:
+    """Why a changed path cannot be analysed: the base tree lacks it; for a release, because
+    its wheel ships no such file (no C++ or build sources, no test/ unless fetched)."""
+    if not release:
+        return f"the diff changes it, but the base tree ({base}) has no such file"
+    what = (
+        "its test/ tree could not be fetched"
+        if path.startswith("test/")
+        else ("a wheel ships no C++ or build sources")
+    )
+    return (
+        f"the diff changes it, but release {base} has no such file ({what}; a clone, "
+        "--pytorch-repo, reads it)"
+    )

@@ -166,3 +166,23 @@ def test_the_report_says_what_mode_rank_and_estimated_mean(doc: dict[str, Any]) 
     # templates and dtypes are two tables, each summing to the selection
     goes = html.split("Where the selection goes")[1].split("<h2>")[0]
     assert goes.count("<table>") == 2
+
+
+def test_a_first_tests_why_names_the_change_then_how_it_reaches_the_test() -> None:
+    """No dangling arrow, and no second cause that only repeats the change."""
+    from selection.outputs.report import why
+
+    entry = [
+        {"stage": "detect", "summary": "OpInfo 'max_pool2d' modified: check_grad removed"},
+        {"stage": "map", "summary": "OpInfo 'max_pool2d': check_grad removed"},
+        {"stage": "triage", "summary": "deterministic: the op's entry changed"},
+    ]
+    assert why(entry) == "OpInfo 'max_pool2d' modified: check_grad removed"
+    library = [
+        {"stage": "detect", "summary": "torch/_refs/__init__.py: _normalize modified"},
+        {"stage": "map", "summary": "OpInfo 'layer_norm' (3 links: ...)"},
+        {"stage": "scope", "summary": "reused as mandatory_success"},
+    ]
+    assert why(library) == (
+        "torch/_refs/__init__.py: _normalize modified → OpInfo 'layer_norm' (3 links: ...)"
+    )

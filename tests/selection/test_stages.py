@@ -372,3 +372,16 @@ def test_a_dropped_instance_carries_the_reason_the_manifest_resolution_gives(
     )
     assert reasons["test_out_mul_spyre_float64"].startswith("manifest: op mul out <- not in")
     assert not any("wrong layout" in r for r in reasons.values())
+
+
+def test_a_path_a_release_cannot_hold_says_the_wheel_ships_no_such_source() -> None:
+    """A C++ hunk onto a release is not a misspelt path: the reason says what a wheel lacks
+    and where it can be read; onto a clone, the tree simply lacks the file."""
+    from selection.stages.detect import _unanalysed_reason
+
+    cpp = _unanalysed_reason("aten/src/ATen/native/BinaryOps.cpp", "2.13.0", release=True)
+    assert "release 2.13.0" in cpp and "no C++" in cpp and "--pytorch-repo" in cpp
+    test = _unanalysed_reason("test/test_ops.py", "2.13.0", release=True)
+    assert "test/ tree could not be fetched" in test
+    clone = _unanalysed_reason("aten/x.cpp", "abc123", release=False)
+    assert clone == "the diff changes it, but the base tree (abc123) has no such file"

@@ -43,7 +43,7 @@ from selection.sources.elf import ElfError, read_call_graph
 from selection.sources.native_binary import LIBRARY_DECIDERS
 from selection.sources.release_tests import ReleaseTestSource
 from selection.state import PipelineState
-from tests.support.observed_runs import linked_ops, manifest_file
+from tests.support.observed_runs import linked, linked_ops, manifest_file
 from tests.support.release_wheels import write_wheel
 from tests.support.upstream_library import add_library
 from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
@@ -441,12 +441,7 @@ def test_a_decomposition_change_in_a_pr_reaches_the_ops_whose_kernels_call_it(
         DECOMPOSITIONS, "clamp(a, min_val, max_val)", "clamp(a, max_val, min_val)"
     )
     state = select_head(upstream, manifest, head, tmp_path)
-    reached = {
-        c.instance.template
-        for c in state.candidates.values()
-        if c.instance.op == "nn.functional.relu6"
-        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
-    }
+    reached = {i.template for i in linked(state) if i.op == "nn.functional.relu6"}
     assert reached == {"test_fake"}
     assert any("C++ calls between ops from the head's C++ source" in n for n in state.notes)
 
@@ -517,12 +512,7 @@ def _default_change_reaches_relu6(tmp_path: Path, clamp_call: str) -> set[str]:
     upstream.base = upstream.commit("relu6's kernel as under test")
     head = upstream.change(CLONE_NATIVE, "Scalar max_val=1)", "Scalar max_val=2)")
     state = select_head(upstream, manifest, head, tmp_path)
-    return {
-        c.instance.template
-        for c in state.candidates.values()
-        if c.instance.op == "nn.functional.relu6"
-        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
-    }
+    return {i.template for i in linked(state) if i.op == "nn.functional.relu6"}
 
 
 def test_a_default_change_reaches_the_op_whose_kernel_omits_the_argument(tmp_path: Path) -> None:

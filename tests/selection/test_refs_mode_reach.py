@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.observed_runs import manifest_file, select_head
+from tests.support.observed_runs import linked, manifest_file, select_head
+from tests.support.python_refs import add_python_refs
 from tests.support.upstream_library import DECOMP_INIT
 from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
 
@@ -92,13 +93,6 @@ class TorchRefsMode:
     def __torch_function__(self, func, types, args=(), kwargs=None):
         return torch_to_refs_map().get(func, func)(*args, **(kwargs or {}))
 """
-PYTHON_REF_INFO = """
-
-class PythonRefInfo(OpInfo):
-    def __init__(self, name, *, torch_opinfo_name, op=None, **kwargs):
-        super().__init__(name, op=op, **kwargs)
-        self.torch_opinfo_name = torch_opinfo_name
-"""
 REF_DB = """
 python_ref_db = [
     PythonRefInfo("_refs.sigmoid", torch_opinfo_name="mul", op=torch._refs.sigmoid),
@@ -136,21 +130,12 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     repo.write("torch/_decomp/decompositions.py", DECOMPOSITIONS)
     repo.write("torch/_prims/__init__.py", "")
     repo.write("torch/_prims/context.py", CONTEXT)
-    core = f"{INTERNAL}/opinfo/core.py"
-    repo.write(core, repo.read(core) + PYTHON_REF_INFO)
-    repo.edit(DB, "UnaryUfuncInfo\n", "UnaryUfuncInfo, PythonRefInfo\n")
-    repo.write(DB, repo.read(DB) + REF_DB)
-    repo.edit(
-        "test/test_ops.py",
-        "import op_db, unary_ufuncs",
-        "import op_db, python_ref_db, unary_ufuncs",
-    )
+    add_python_refs(repo, REF_DB, TEMPLATE)
     repo.edit(
         "test/test_ops.py",
         "import torch\n",
         "import torch\nfrom torch._prims.context import TorchRefsMode\n",
     )
-    repo.edit("test/test_ops.py", "\n    @ops(op_db)\n    def test_skipped_by_manifest(", TEMPLATE)
     repo.base = repo.commit("references and the ref tests")
     return repo
 
@@ -165,12 +150,7 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _ref_tests(upstream: UpstreamRepo, manifest: Path, head: str, tmp_path: Path) -> set[str]:
     state = select_head(upstream, manifest, head, tmp_path)
-    return {
-        c.instance.op or ""
-        for c in state.candidates.values()
-        if c.instance.template == "test_python_ref"
-        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
-    }
+    return {i.op or "" for i in linked(state) if i.template == "test_python_ref"}
 
 
 def test_the_scope_holds_every_references_ref_tests(
@@ -208,12 +188,7 @@ def test_an_operator_the_mode_sees_by_its_methods_name_reaches_that_reference(
 ) -> None:
     head = upstream.change("torch/_refs/__init__.py", "torch._prims.mul(a, b)", "a")
     state = select_head(upstream, manifest, head, tmp_path)
-    reached = {
-        c.instance.op
-        for c in state.candidates.values()
-        if c.instance.template == "test_python_ref"
-        and any(x.stage == "map" and x.kind != "canary" for x in c.causes)
-    }
+    reached = {i.op for i in linked(state) if i.template == "test_python_ref"}
     assert reached == {"_refs.sigmoid", "_refs.nn.functional.glu"}
     # nothing calls `mul` by name: what else may run it is not known, so its blind spot and
     # canary stay beside the links

@@ -28,6 +28,7 @@ from tests.support.observed_runs import (
     recorded_map,
     select_head,
 )
+from tests.support.python_refs import add_python_refs
 from tests.support.upstream_library import DECOMP_INIT
 from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
 
@@ -248,14 +249,6 @@ def test_an_edit_in_a_closure_the_recording_never_saw_run_stays_a_blind_spot(
     assert state.candidates  # the canary
 
 
-PYTHON_REF_INFO = """
-
-class PythonRefInfo(OpInfo):
-    def __init__(self, name, *, torch_opinfo_name, **kwargs):
-        super().__init__(name, **kwargs)
-        self.torch_opinfo_name = torch_opinfo_name
-"""
-
 PYTHON_REF_TEMPLATE = """
     @ops(python_ref_db)
     def test_python_ref(self, device, dtype, op):
@@ -275,23 +268,8 @@ def test_a_python_refs_pairs_are_reached_where_its_opinfos_pairs_ran_the_change(
     repo.reset()
     repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
     repo.write(DECOMPOSITIONS, DECOMPOSITIONS_TEXT)
-    core = f"{INTERNAL}/opinfo/core.py"
-    repo.write(core, repo.read(core) + PYTHON_REF_INFO)
-    repo.edit(DB, "UnaryUfuncInfo\n", "UnaryUfuncInfo, PythonRefInfo\n")
-    repo.write(
-        DB,
-        repo.read(DB) + '\npython_ref_db = [PythonRefInfo("_refs.mul", torch_opinfo_name="mul")]\n',
-    )
-    repo.edit(
-        "test/test_ops.py",
-        "import op_db, unary_ufuncs",
-        "import op_db, python_ref_db, unary_ufuncs",
-    )
-    repo.edit(
-        "test/test_ops.py",
-        "\n    @ops(op_db)\n    def test_skipped_by_manifest(",
-        PYTHON_REF_TEMPLATE,
-    )
+    ref_db = '\npython_ref_db = [PythonRefInfo("_refs.mul", torch_opinfo_name="mul")]\n'
+    add_python_refs(repo, ref_db, PYTHON_REF_TEMPLATE)
     repo.base = repo.commit("a PythonRefInfo of mul")
     text = MANIFEST.replace(
         "            - TestCommon::test_plain\n", "            - TestCommon::test_python_ref\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from selection.model import TestInstance
 from selection.observed import ObservedMap
 from selection.pipeline import SelectOptions, prepare, run_pipeline
 from selection.state import PipelineState
@@ -58,14 +59,19 @@ def select_from(
             upstream.reset()
 
 
-def linked_ops(state: PipelineState) -> set[tuple[str | None, str | None]]:
-    """(op, dtype) of the tests selected through a link (a canary's picks left out: a
-    stratified canary over a tiny scope picks nearly everything)."""
-    return {
-        (c.instance.op, c.instance.dtype)
+def linked(state: PipelineState) -> list[TestInstance]:
+    """The tests selected through a link (a canary's picks left out: a stratified canary
+    over a tiny scope picks nearly everything)."""
+    return [
+        c.instance
         for c in state.candidates.values()
         if any(cause.stage == "map" and cause.kind != "canary" for cause in c.causes)
-    }
+    ]
+
+
+def linked_ops(state: PipelineState) -> set[tuple[str | None, str | None]]:
+    """(op, dtype) of the tests selected through a link (`linked`)."""
+    return {(i.op, i.dtype) for i in linked(state)}
 
 
 def upstream_replacing(

@@ -33,7 +33,7 @@ from selection.links.native_calls import KIND as NATIVE_CALL
 from selection.links.native_calls import NativeCalls
 from selection.links.python_refs import python_ref_uses
 from selection.links.recorded_uses import recorded_uses
-from selection.links.refs_mode import MODE_TABLE, mode_aliases
+from selection.links.refs_mode import MODE_TABLE
 from selection.links.registrations import inferred_op, is_registration_module
 from selection.links.subsystems import subsystem_of
 from selection.native_yaml import NativeYamlError, parse_entries
@@ -233,7 +233,7 @@ class Explorer:
         return self.graph
 
     def _out(self, node: Target) -> Out:
-        if (node.path, node.name) == MODE_TABLE and mode_aliases(self.summary(node.path)):
+        if (node.path, node.name) == MODE_TABLE and _readable_table(self.summary(node.path)):
             # the mode's table, read as such: what it names runs under the mode, where the
             # refs-mode links reach (a table rewritten past reading is followed as code)
             return
@@ -288,3 +288,9 @@ class Explorer:
                 yield Target.aten(called), NATIVE_CALL, step
             for called, step in self.native_calls.formulas.get(node.aten_base, ()):
                 yield Target.aten(called), "derivative", step
+
+
+def _readable_table(summary: ModuleSummary | None) -> bool:
+    """Does the mode's table read as a dict literal of names (`torch_to_refs_map`'s
+    explicit entries)? Else it is followed as code."""
+    return summary is not None and bool(summary.mappings.get(MODE_TABLE[1]))

@@ -110,7 +110,8 @@ class LinkGraph:
     def add(self, user: Target, used: Target, kind: str, step: Step) -> None:
         """One edge per (user, used, kind): the first step found is its evidence, with the
         fewest arguments any of the calls it stands for passes (`Step.arguments`: an edge
-        from a backward formula and one from the C++ helper it calls are one edge)."""
+        from a backward formula and one from the C++ helper it calls are one edge; the
+        step's text then names the first call, its count may be another's)."""
         user, used = node_of(user), node_of(used)
         if user == used:
             return
@@ -231,7 +232,7 @@ def _propagate(graph: LinkGraph) -> dict[Target, tuple[int, int]]:
     condensation; past a registration edge, the roots that trace the op (`_closure` under
     `_follows_after_registration`)."""
     nodes = list(set(graph.users) | set(graph.uses))
-    graph._roots = [n for n in nodes if n.kind in ROOT_KINDS]
+    graph._roots = sorted((n for n in nodes if n.kind in ROOT_KINDS), key=_order)  # fixed order
     own = {root: 1 << i for i, root in enumerate(graph._roots)}
     tracing_roots = _closure(graph, nodes, own, _follows_after_registration)
     users = {

@@ -27,8 +27,10 @@ REFS_ROOT = "torch/_refs/"
 MODE_TABLE = (MODE_MODULE, "torch_to_refs_map")
 # The table sends `Tensor.X` to `torch._refs._conversions.X` (`t.float()`, `t.bfloat16()`).
 CONVERSIONS = "_conversions."
-# (caller's path, caller's qualname, how it calls, line) per torch name it calls
-Callers = dict[str, list[tuple[str, str, str, int]]]
+# per name called: (the caller's name under the mode, its path, its qualname, how it calls,
+# line); a caller's names are its refs name and, for a kernel registered for ATen ops, each
+# op's `aten_name` (under the mode, a call of the op runs it)
+Callers = dict[str, list[tuple[str, str, str, str, int]]]
 ATEN = "aten::"  # how `callers_by_name` names an ATen op (`aten_name`)
 # per reference name, the Tensor methods the mode's table sends to it besides its own name
 Aliases = dict[str, tuple[str, ...]]
@@ -43,24 +45,54 @@ def refs_name(path: str, qualname: str) -> str:
     return f"{module.replace('/', '.')}.{qualname}" if module else qualname
 
 
+def references(summaries: Iterable[ModuleSummary]) -> list[Target]:
+    """The references the modules define (the link graph explores them all, so that the
+    calls between them are known where no test reaches one by name: `_refs.add_`, which
+    the mode runs for `a += b`)."""
+    return [
+        Target.function(summary.path, qualname)
+        for summary in summaries
+        for qualname in summary.kinds
+        if refs_name(summary.path, qualname) and summary.kinds[qualname] in ("function", "assign")
+    ]
+
+
 def callers_by_name(summaries: list[ModuleSummary]) -> Callers:
-    """Per torch name (`sigmoid`, `nn.functional.relu`), the references that call it as
-    `torch.<name>(...)` or, for a top-level name, as a method of an object of unknown type;
-    per Tensor special method (`__floordiv__`), those whose operators may call it; per ATen
-    op (`aten_name`), those calling it as `aten.<op>` (the mode runs its decomposition)."""
+    """Per torch name (`sigmoid`, `nn.functional.relu`), the references and registered
+    kernels that call it as `torch.<name>(...)` or, for a top-level name, as a method of an
+    object of unknown type; per Tensor method an operator reaches the mode as (`add`,
+    `__floordiv__`), those whose operators may call it; per ATen op (`aten_name`), those
+    calling it as `aten.<op>` (the mode runs its decomposition)."""
     found: Callers = {}
     for summary in summaries:
+        kernels = kernel_names(summary)
         for qualname, uses in summary.uses.items():
-            if not refs_name(summary.path, qualname):
+            names = [n for n in (refs_name(summary.path, qualname),) if n]
+            names += kernels.get(qualname, [])
+            if not names:
                 continue
-            for use in uses:
-                name = _called_torch_name(use.chain, use.how, summary)
-                if name:
-                    how = f"calls {'.'.join(use.chain)}"
-                    found.setdefault(name, []).append((summary.path, qualname, how, use.line))
-            for method, line in summary.operators.get(qualname, ()):
-                how = f"applies an operator the mode sees as Tensor.{method}"
-                found.setdefault(method, []).append((summary.path, qualname, how, line))
+            calls = [
+                (called, f"calls {'.'.join(use.chain)}", use.line)
+                for use in uses
+                if (called := _called_torch_name(use.chain, use.how, summary))
+            ]
+            calls += [
+                (method, f"applies an operator the mode sees as Tensor.{method}", line)
+                for method, line in summary.operators.get(qualname, ())
+            ]
+            for called, how, line in calls:
+                entries = found.setdefault(called, [])
+                entries.extend((name, summary.path, qualname, how, line) for name in names)
+    return found
+
+
+def kernel_names(summary: ModuleSummary) -> dict[str, list[str]]:
+    """Per function registered for ATen ops, the `aten_name`s it runs under in the mode."""
+    found: dict[str, list[str]] = {}
+    for op, function, _how, _line in summary.registrations:
+        name = aten_name(op)
+        if name not in found.setdefault(function, []):
+            found[function].append(name)
     return found
 
 
@@ -122,13 +154,12 @@ def refs_mode_reach(
 
 
 def _mode_callers(name: str, callers: Callers, aliases: Aliases) -> Iterator[tuple[str, Step]]:
-    """The references whose calls or operators run reference `name` under the mode."""
+    """The references and kernels whose calls or operators run `name` under the mode."""
     asked = (name, *aliases.get(name, ()), *_conversion_method(name))
     op = name.removeprefix(ATEN)
     runs = f"aten.{op}'s decomposition" if op != name else f"torch._refs.{name}"
-    for path, qualname, how, line in (c for n in asked for c in callers.get(n, ())):
-        step = Step(path, qualname, f"{how} (line {line}), {runs} under TorchRefsMode")
-        yield refs_name(path, qualname), step
+    for caller, path, qualname, how, line in (c for n in asked for c in callers.get(n, ())):
+        yield caller, Step(path, qualname, f"{how} (line {line}), {runs} under TorchRefsMode")
 
 
 def _conversion_method(name: str) -> tuple[str, ...]:

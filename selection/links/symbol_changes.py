@@ -35,7 +35,6 @@ from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
 from selection.links.refs_mode import (
     MODE_TABLE,
-    REFS_ROOT,
     Aliases,
     Callers,
     aten_name,
@@ -52,6 +51,7 @@ from selection.model import ChangeKind, SymbolChange
 from selection.observed import NESTED
 from selection.pyast import MODULE_SYMBOL
 from selection.python.op_lists import op_list_text, op_names
+from selection.python.operators import OPERATOR_MODULES
 from selection.templates import TestModule
 from selection.upstream import INTERNAL, is_database_file
 
@@ -309,14 +309,25 @@ def _mode_reach(name: str, index: LinkIndex) -> list[tuple[str, tuple[Step, ...]
 
 
 def _direct(name: str, index: LinkIndex) -> list[tuple[str, Step]]:
-    """The references calling reference `name` as a Python function (the graph's calls)."""
+    """The references and registered kernels calling reference `name` as a Python function
+    (the graph's calls), by their names under the mode."""
     node = _reference_nodes(index).get(name)
     users = index.graph.users.get(node, []) if node is not None else []
-    return [
-        (refs_name(e.user.path, e.user.name), e.step)
-        for e in users
-        if _is_call(e) and _is_reference(e.user)
+    return [(caller, e.step) for e in users if _is_call(e) for caller in _mode_names(e.user, index)]
+
+
+def _mode_names(target: Target, index: LinkIndex) -> list[str]:
+    """A function's names under the mode: its refs name, and the `aten_name`s of the ops it
+    is registered for (`refs_mode.Callers`)."""
+    if target.kind != "function":
+        return []
+    own = refs_name(target.path, target.name)
+    registered = [
+        aten_name(e.user.name)
+        for e in index.graph.users.get(target, ())
+        if e.kind == "registration" and e.user.kind == "aten"
     ]
+    return list(dict.fromkeys([own, *registered] if own else registered))
 
 
 def _reference_nodes(index: LinkIndex) -> dict[str, Target]:
@@ -335,7 +346,12 @@ def _mode_aliases(index: LinkIndex) -> Aliases:
 
 def _refs_callers(index: LinkIndex) -> Callers:
     def build() -> Callers:
-        paths = [p for p in index.head.tree.list(REFS_ROOT) if p.endswith(".py")]
+        paths = [
+            p
+            for root in OPERATOR_MODULES
+            for p in (index.head.tree.list(root) if root.endswith("/") else [root])
+            if p.endswith(".py")
+        ]
         return callers_by_name([s for p in paths if (s := index.explorer.summary(p)) is not None])
 
     return index.memo("symbol_changes.refs_callers", build)

@@ -5,27 +5,39 @@ Under TorchRefsMode an operator on a tensor is a call of a Tensor method, which 
 looks up in its table: `a + b` arrives as `Tensor.add` and runs `_refs.add` (the table maps
 `Tensor.X` to `_refs.X` by name), `a // b` arrives as `Tensor.__floordiv__`, which the table's
 explicit entries send to `_refs.floor_divide`. So that the refs-mode links
-(selection.links.refs_mode) can tell which references run another under the mode, a
-reference module's summary keeps, per function, the names its operators arrive under, and
-the mode's module keeps its dict literals' name-to-name entries.
+(selection.links.refs_mode) can tell which references and decompositions run another under
+the mode, the summaries of the modules holding them keep, per function, the names its
+operators arrive under, and the mode's module keeps its dict literals' name-to-name entries.
 
-The names are those torch 2.13 gives the mode (a `TorchFunctionMode` sees them): binary
-operators as the method the C binding reports (`Tensor.add`, `Tensor.sub`, ...) or the Python
-dunder `_tensor.py` defines (`__floordiv__`, `__rsub__`, ...), both orders of the operands
-(`2 - a` is `__rsub__`), comparisons from either side (`2 < a` is `a > 2`: `gt`), augmented
-assignments as the in-place method (`a += b`: `add_`), and the builtin `abs(a)` as `abs`.
-The operands' types are not known: an operator counts unless both operands are plainly not
-tensors (constants, `len(...)`, `x.ndim`, `x.shape[i]`, ... : shape arithmetic).
+The names are those torch 2.13 gives the mode (a `TorchFunctionMode` sees them; a test runs
+each operator under one): binary operators as the method the C binding reports
+(`Tensor.add`, `Tensor.sub`, ...) or the Python dunder `_tensor.py` defines (`__floordiv__`,
+`__rsub__`, ...), both orders of the operands (`2 - a` is `__rsub__`, `2 | a` is
+`bitwise_or`), comparisons from either side (`2 < a` is `a > 2`: `gt`), augmented
+assignments as the in-place method or, on a number target (`n += t`), the binary one, and
+the builtins that apply operators (`abs(a)`: `abs`, `sum(ts)`: `add`, `max(a, b)`: `gt`)
+unless the module defines a name of theirs. The operands' types are not known: an operator
+counts unless both operands are plainly not tensors (constants, `len(...)`, `x.ndim`,
+`x.shape[i]`, ...: shape arithmetic).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from selection.python.chains import Chain, chain_of
 
-REFS_MODULES = "torch/_refs/"  # whose functions' operators are kept
+# The modules whose functions' operators are kept: the references, and the modules holding
+# kernels registered for ATen ops (a decomposition runs under the mode too).
+OPERATOR_MODULES = (
+    "torch/_refs/",
+    "torch/_decomp/",
+    "torch/_prims/",
+    "torch/_prims_common/",
+    "torch/_meta_registrations.py",
+    "torch/_subclasses/fake_impls.py",
+)
 MODE_MODULE = "torch/_prims/context.py"  # whose functions' mappings are kept
 
 _BINARY: dict[type[ast.operator], tuple[str, ...]] = {
@@ -39,24 +51,25 @@ _BINARY: dict[type[ast.operator], tuple[str, ...]] = {
     ast.Pow: ("__pow__", "__rpow__"),
     ast.LShift: ("__lshift__", "__rlshift__"),
     ast.RShift: ("__rshift__", "__rrshift__"),
-    ast.BitOr: ("__or__", "__ror__"),
-    ast.BitXor: ("__xor__", "__rxor__"),
-    ast.BitAnd: ("__and__", "__rand__"),
+    ast.BitOr: ("__or__", "bitwise_or"),
+    ast.BitXor: ("__xor__", "bitwise_xor"),
+    ast.BitAnd: ("__and__", "bitwise_and"),
 }
-_AUGMENTED: dict[type[ast.operator], tuple[str, ...]] = {
-    ast.Add: ("add_",),
-    ast.Sub: ("sub_",),
-    ast.Mult: ("mul_",),
-    ast.MatMult: ("__imatmul__",),
-    ast.Div: ("div_",),
-    ast.FloorDiv: ("floor_divide_",),
-    ast.Mod: ("remainder_",),
-    ast.Pow: ("__ipow__",),
-    ast.LShift: ("__ilshift__",),
-    ast.RShift: ("__irshift__",),
-    ast.BitOr: ("__ior__",),
-    ast.BitXor: ("__ixor__",),
-    ast.BitAnd: ("__iand__",),
+# `a += b` on a tensor target runs the in-place method; on a number target (`n += t`) the
+# binary operator's (Tensor has no `__imatmul__`: `x @= y` is `matmul`)
+_INPLACE: dict[type[ast.operator], str] = {
+    ast.Add: "add_",
+    ast.Sub: "sub_",
+    ast.Mult: "mul_",
+    ast.Div: "div_",
+    ast.FloorDiv: "floor_divide_",
+    ast.Mod: "remainder_",
+    ast.Pow: "__ipow__",
+    ast.LShift: "__ilshift__",
+    ast.RShift: "__irshift__",
+    ast.BitOr: "__ior__",
+    ast.BitXor: "__ixor__",
+    ast.BitAnd: "__iand__",
 }
 _UNARY: dict[type[ast.unaryop], tuple[str, ...]] = {
     ast.Invert: ("__invert__",),
@@ -71,9 +84,11 @@ _COMPARE: dict[type[ast.cmpop], tuple[str, ...]] = {
     ast.Gt: ("gt", "lt"),
     ast.GtE: ("ge", "le"),
 }
-# What yields a Python number or tuple of them, never a tensor: shape arithmetic.
+# Builtins yielding a Python number (or string), never a tensor: shape arithmetic.
 _NUMBER_CALLS = frozenset({"len", "int", "float", "range", "bool", "str"})
-_NUMBERS_OF_NUMBERS = frozenset({"min", "max", "sum", "abs"})  # of tensors: a tensor
+# Builtins that apply an operator to what they are given (`sum` adds, `max` compares): a
+# number of numbers, else those operators on what may be tensors.
+_FOLDING = {"sum": ("add",), "min": ("lt",), "max": ("gt",), "abs": ("abs",)}
 _NUMBER_METHODS = frozenset({"dim", "numel", "size", "stride", "storage_offset", "element_size"})
 _NUMBER_ATTRIBUTES = frozenset({"ndim", "shape", "dtype", "device", "itemsize"})
 
@@ -82,67 +97,85 @@ Mappings = tuple[tuple[Chain, Chain, int], ...]  # (key, value, line)
 
 
 def keeps_operators(path: str) -> bool:
-    return path.startswith(REFS_MODULES)
+    return path.startswith(OPERATOR_MODULES)
 
 
 def keeps_mappings(path: str) -> bool:
     return path == MODE_MODULE
 
 
-def operators_in(nodes: Iterable[ast.AST]) -> Operators:
-    """The names the operators in `nodes` reach TorchRefsMode under, each with its line."""
+def operators_in(nodes: Iterable[ast.AST], defined: Collection[str] = ()) -> Operators:
+    """The names the operators in `nodes` reach TorchRefsMode under, each with its line.
+    `defined`: the module's own top-level names (a `sum` it defines is no builtin)."""
+    numbers = _Numbers(frozenset(defined))
     found: list[tuple[str, int]] = []
     for root in nodes:
         for node in ast.walk(root):
-            found.extend((name, getattr(node, "lineno", 0)) for name in _mode_names(node))
+            names = numbers.mode_names(node)
+            found.extend((name, getattr(node, "lineno", 0)) for name in names)
     return tuple(dict.fromkeys(found))
 
 
-def _mode_names(node: ast.AST) -> tuple[str, ...]:
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        if _plainly_numbers(node.left) and _plainly_numbers(node.right):
-            return ()
-        return _BINARY[type(node.op)]
-    if isinstance(node, ast.AugAssign) and type(node.op) in _AUGMENTED:
-        if _plainly_numbers(node.value) and _plainly_numbers(node.target):
-            return ()
-        return _AUGMENTED[type(node.op)]
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return () if _plainly_numbers(node.operand) else _UNARY[type(node.op)]
-    if isinstance(node, ast.Compare):
-        operands = [node.left, *node.comparators]
-        return tuple(
-            name
-            for op, left, right in zip(node.ops, operands, operands[1:], strict=False)
-            if type(op) in _COMPARE and not (_plainly_numbers(left) and _plainly_numbers(right))
-            for name in _COMPARE[type(op)]
-        )
-    if isinstance(node, ast.Call) and chain_of(node.func) == ("abs",) and node.args:
-        return () if _plainly_numbers(node.args[0]) else ("abs",)
-    return ()
+class _Numbers:
+    """Which expressions are plainly not tensors, in a module defining `defined`."""
 
+    def __init__(self, defined: frozenset[str]) -> None:
+        self.defined = defined
 
-def _plainly_numbers(node: ast.AST) -> bool:
-    """Is the expression a Python number (or a tuple of them, a string) whatever the code's
-    inputs: a constant, `len(...)`, `x.ndim`, `x.shape[i]`, `x.size(i)`, arithmetic of those?"""
-    if isinstance(node, ast.Constant):
-        return True  # a number, a string, None
-    if isinstance(node, ast.Attribute):
-        return node.attr in _NUMBER_ATTRIBUTES
-    if isinstance(node, ast.Subscript):
-        return _plainly_numbers(node.value)
-    if isinstance(node, ast.Call):
-        func = chain_of(node.func)
-        if len(func) == 1 and func[0] in _NUMBER_CALLS:
+    def mode_names(self, node: ast.AST) -> tuple[str, ...]:
+        plain = self.plain
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return () if plain(node.left) and plain(node.right) else _BINARY[type(node.op)]
+        if isinstance(node, ast.AugAssign) and type(node.op) in _BINARY:
+            if plain(node.value) and plain(node.target):
+                return ()
+            inplace = _INPLACE.get(type(node.op))
+            return (*((inplace,) if inplace else ()), *_BINARY[type(node.op)])
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return () if plain(node.operand) else _UNARY[type(node.op)]
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            return tuple(
+                name
+                for op, left, right in zip(node.ops, operands, operands[1:], strict=False)
+                if type(op) in _COMPARE and not (plain(left) and plain(right))
+                for name in _COMPARE[type(op)]
+            )
+        if isinstance(node, ast.Call) and self._builtin(node) in _FOLDING:
+            return () if plain(node) else _FOLDING[self._builtin(node)]
+        return ()
+
+    def _builtin(self, call: ast.Call) -> str:
+        """The builtin a call calls (`sum`), "" for anything else (a module's own `sum`)."""
+        func = chain_of(call.func)
+        return func[0] if len(func) == 1 and func[0] not in self.defined else ""
+
+    def plain(self, node: ast.AST) -> bool:
+        """Is the expression a Python number (or a tuple of them, a string) whatever the
+        code's inputs: a constant, `len(...)`, `x.ndim`, `x.shape[i]`, `x.size(i)`,
+        arithmetic of those?"""
+        if isinstance(node, ast.Constant):
+            return True  # a number, a string, None
+        if isinstance(node, ast.Attribute):
+            return node.attr in _NUMBER_ATTRIBUTES
+        if isinstance(node, ast.Subscript):
+            return self.plain(node.value)
+        if isinstance(node, ast.Call):
+            return self._plain_call(node)
+        if isinstance(node, ast.BinOp):
+            return self.plain(node.left) and self.plain(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.plain(node.operand)
+        return False
+
+    def _plain_call(self, call: ast.Call) -> bool:
+        builtin = self._builtin(call)
+        if builtin in _NUMBER_CALLS:
             return True
-        if len(func) == 1 and func[0] in _NUMBERS_OF_NUMBERS:
-            return all(_plainly_numbers(a) for a in node.args)
+        if builtin in _FOLDING:
+            return not call.keywords and all(self.plain(a) for a in call.args)
+        func = chain_of(call.func)
         return len(func) > 1 and func[-1] in _NUMBER_METHODS
-    if isinstance(node, ast.BinOp):
-        return _plainly_numbers(node.left) and _plainly_numbers(node.right)
-    if isinstance(node, ast.UnaryOp):
-        return _plainly_numbers(node.operand)
-    return False
 
 
 def mappings_in(nodes: Iterable[ast.AST]) -> Mappings:

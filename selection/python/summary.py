@@ -90,8 +90,8 @@ class ModuleSummary:
     # methods read as attributes, not called (`@property`, `@cached_property`, setters)
     accessors: frozenset[str] = frozenset()
     # for TorchRefsMode's links (selection.python.operators): per qualname, the names its
-    # operators reach the mode under (references), its dict literals' name-to-name entries
-    # (the mode's module)
+    # operators reach the mode under (references, registered kernels), its dict literals'
+    # name-to-name entries (the mode's module)
     operators: dict[str, Operators] = field(default_factory=dict)
     mappings: dict[str, Mappings] = field(default_factory=dict)
 
@@ -104,6 +104,7 @@ def summarize(
     symbols = module_symbols(tree, text)
     summary = ModuleSummary(path, {q: s.kind for q, s in symbols.items()})
     _imports(summary, tree, names)
+    defined = {q for q in symbols if "." not in q} | summary.bindings.keys()  # a `sum` of its own
     for qualname, symbol in symbols.items():
         collector = _UseCollector(tests)
         for node in symbol.nodes:
@@ -112,7 +113,7 @@ def summarize(
         if collector.device_uses:
             summary.device_uses[qualname] = tuple(collector.device_uses)
         if operators.keeps_operators(path) and symbol.kind in ("function", "method"):
-            summary.operators[qualname] = operators.operators_in(symbol.nodes)
+            summary.operators[qualname] = operators.operators_in(symbol.nodes, defined)
         if operators.keeps_mappings(path) and symbol.kind in ("function", "method"):
             summary.mappings[qualname] = operators.mappings_in(symbol.nodes)
         if symbol.kind == "class":

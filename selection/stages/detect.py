@@ -57,7 +57,7 @@ def _unanalysed_reason(path: str, base: str, release: bool) -> str:
     what = (
         "its test/ tree could not be fetched"
         if path.startswith("test/")
-        else ("a wheel ships no C++ or build sources")
+        else "a wheel ships torch's Python sources and YAML, no C++, build or other sources"
     )
     return (
         f"the diff changes it, but release {base} has no such file ({what}; a clone, "

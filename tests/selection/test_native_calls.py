@@ -152,17 +152,34 @@ def test_conv2d_reaches_convolution_through_its_out_of_line_wrapper(library: Cal
 
 
 def _imported(module: str) -> set[str]:
-    """The `selection` modules `module` imports at module level (not under TYPE_CHECKING)."""
+    """The `selection` modules `module` imports, in functions too (not under TYPE_CHECKING);
+    `from selection.python import operators` imports the submodule."""
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None
     tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    checking = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for n in ast.walk(node)
+    }
     found = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("selection."):
+    for node in ast.walk(tree):
+        if id(node) in checking:
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("selection"):
             found.add(str(node.module))
+            found |= {sub for a in node.names if _is_module(sub := f"{node.module}.{a.name}")}
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("selection.")}
     return found
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def _closure(modules: Iterable[str]) -> set[str]:

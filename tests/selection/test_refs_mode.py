@@ -11,6 +11,7 @@ import ast
 from selection.links.base import Step, Target
 from selection.links.refs_mode import (
     MODE_TABLE,
+    Callers,
     callers_by_name,
     mode_aliases,
     ref_entry_links,
@@ -72,7 +73,7 @@ def torch_to_refs_map():
 NAMES = ModuleNames([REFS, FUNCTIONAL, MODE_TABLE[0], "torch/__init__.py"])
 
 
-def _callers() -> dict[str, list[tuple[str, str, str, int]]]:
+def _callers() -> Callers:
     return callers_by_name(
         [summarize(p, ast.parse(t), t, NAMES) for p, t in ((REFS, TOP), (FUNCTIONAL, NN))]
     )

@@ -71,7 +71,7 @@ aten = torch._ops.ops.aten
 
 @register_decomposition(aten.constant_pad_nd)
 def constant_pad_nd(a, pad, value=0):
-    return a + value
+    return torch.sigmoid(a) + value
 """
 NATIVE = """
 - func: constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor
@@ -164,9 +164,11 @@ def test_the_scope_holds_every_references_ref_tests(
 def test_a_helper_of_a_reference_reaches_the_ref_tests_of_its_callers_under_the_mode(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
+    """glu calls `torch.sigmoid`; `padded` calls `aten.constant_pad_nd`, whose decomposition
+    (run under the mode too) calls `torch.sigmoid`."""
     head = upstream.change("torch/_refs/__init__.py", "a * 0.5", "a * 0.25")
     reached = _ref_tests(upstream, manifest, head, tmp_path)
-    assert reached == {"_refs.sigmoid", "_refs.nn.functional.glu"}
+    assert reached == {"_refs.sigmoid", "_refs.nn.functional.glu", "_refs.padded"}
 
 
 def test_a_reference_the_table_renames_reaches_the_references_applying_its_operator(
@@ -179,7 +181,7 @@ def test_a_reference_the_table_renames_reaches_the_references_applying_its_opera
 def test_a_decomposition_reaches_the_ref_tests_of_a_reference_calling_its_aten_op(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path
 ) -> None:
-    head = upstream.change("torch/_decomp/decompositions.py", "a + value", "a - value")
+    head = upstream.change("torch/_decomp/decompositions.py", ") + value", ") - value")
     assert _ref_tests(upstream, manifest, head, tmp_path) == {"_refs.padded"}
 
 
@@ -189,7 +191,8 @@ def test_an_operator_the_mode_sees_by_its_methods_name_reaches_that_reference(
     head = upstream.change("torch/_refs/__init__.py", "torch._prims.mul(a, b)", "a")
     state = select_head(upstream, manifest, head, tmp_path)
     reached = {i.op for i in linked(state) if i.template == "test_python_ref"}
-    assert reached == {"_refs.sigmoid", "_refs.nn.functional.glu"}
+    # padded: its op's decomposition calls torch.sigmoid, which multiplies (in _scaled)
+    assert reached == {"_refs.sigmoid", "_refs.nn.functional.glu", "_refs.padded"}
     # nothing calls `mul` by name: what else may run it is not known, so its blind spot and
     # canary stay beside the links
     assert any("mul modified: linked to no reused test statically" in b for b in state.blind_spots)

@@ -237,7 +237,7 @@ def _with_refs_mode(outcome: Outcome, change: SymbolChange, index: LinkIndex) ->
     links = ref_entry_links(
         sorted(reached.items()),
         _ref_entries(index),
-        lambda entry: tuple(i.node_id for i in root_instances(entry, index)),
+        lambda entry: _instance_ids(entry, index),
         first,
     )
     if not links:
@@ -254,6 +254,15 @@ def _with_refs_mode(outcome: Outcome, change: SymbolChange, index: LinkIndex) ->
         )
     outcome.links = [*outcome.links, *links]
     return outcome
+
+
+def _instance_ids(entry: Target, index: LinkIndex) -> tuple[str, ...]:
+    """An entry's instances' ids, once per run (many changes reach the same ref entries)."""
+    return index.memo_per(
+        "symbol_changes.instance_ids",
+        entry,
+        lambda: tuple(i.node_id for i in root_instances(entry, index)),
+    )
 
 
 def _refs_running(change: SymbolChange, index: LinkIndex) -> list[tuple[str, tuple[Step, ...]]]:

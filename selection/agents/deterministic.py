@@ -6,9 +6,9 @@ from selection.state import Group, Verdict
 
 # What a run verdict says for a change the tests run, by the kind of its map cause.
 _RAN_CHANGED = {
-    "entry": "the op's OpInfo/ModuleInfo entry changed upstream",
-    "native": "the op's schema, kernel or derivative formula changed upstream",
-    "library": "library code these tests run changed upstream (the cause chain shows the path)",
+    "entry": "the op's OpInfo/ModuleInfo entry changed",
+    "native": "the op's schema, kernel or derivative formula changed",
+    "library": "library code these tests run changed (the cause chain shows the path)",
 }
 
 # How likely a change of each kind is to break a reused test (higher runs first).
@@ -71,7 +71,7 @@ class DeterministicAgent:
         if kind == "entry-decoration":
             return Verdict(
                 "run",
-                "a skip/decorator aimed at these tests changed upstream",
+                "a skip/decorator aimed at these tests changed",
                 0.7,
                 priority,
                 self.name,
@@ -100,7 +100,7 @@ class DeterministicAgent:
         if kind == "derivative":
             return Verdict(
                 "run",
-                "reached through a derivative formula (the op's own changed upstream, or one "
+                "reached through a derivative formula (the op's own changed, or one "
                 "that calls the changed op): it runs where these templates compute gradients",
                 0.8,
                 priority,
@@ -109,5 +109,5 @@ class DeterministicAgent:
         if kind in _RAN_CHANGED:
             return Verdict("run", _RAN_CHANGED[kind], 0.8, priority, self.name)
         if kind == "template":
-            return Verdict("run", "the test body itself changed upstream", 0.9, priority, self.name)
+            return Verdict("run", "the test body itself changed", 0.9, priority, self.name)
         return Verdict("run", f"reached by a changed {kind}", 0.6, priority, self.name)

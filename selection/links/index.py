@@ -58,7 +58,6 @@ class LinkIndex:
         from selection.links.cpp import head_native_calls
         from selection.links.explore import Explorer
         from selection.links.lifecycle import per_test_methods
-        from selection.links.refs_mode import REFS_ROOT, references
 
         def build() -> Explorer:
             lowered: dict[str, list[str]] = {}
@@ -73,9 +72,7 @@ class LinkIndex:
                 self.cache,
                 head_native_calls(self),
             )
-            refs = [p for p in self.head.tree.list(REFS_ROOT) if p.endswith(".py")]
-            summaries = [s for p in refs if (s := explorer.summary(p)) is not None]
-            explorer.build([*per_test_methods(explorer.summary), *references(summaries)])
+            explorer.build(per_test_methods(explorer.summary))
             return explorer
 
         return self.memo("explorer", build)

@@ -41,34 +41,32 @@ def refs_name(path: str, qualname: str) -> str:
     `glu` -> "nn.functional.glu"; "" for anything that is no top-level reference."""
     if not path.startswith(REFS_ROOT) or not path.endswith(".py") or "." in qualname:
         return ""
+    if qualname.startswith("<"):
+        return ""  # the module's own statements (`<module>`)
     module = path[len(REFS_ROOT) :].removesuffix(".py").removesuffix("__init__").strip("/")
     return f"{module.replace('/', '.')}.{qualname}" if module else qualname
 
 
-def references(summaries: Iterable[ModuleSummary]) -> list[Target]:
-    """The references the modules define (the link graph explores them all, so that the
-    calls between them are known where no test reaches one by name: `_refs.add_`, which
-    the mode runs for `a += b`)."""
-    return [
-        Target.function(summary.path, qualname)
-        for summary in summaries
-        for qualname in summary.kinds
-        if refs_name(summary.path, qualname) and summary.kinds[qualname] in ("function", "assign")
-    ]
+NamesOf = Callable[[str, str], list[str]]  # (path, qualname) -> its names under the mode
 
 
-def callers_by_name(summaries: list[ModuleSummary]) -> Callers:
+def callers_by_name(summaries: list[ModuleSummary], names_of: NamesOf | None = None) -> Callers:
     """Per torch name (`sigmoid`, `nn.functional.relu`), the references and registered
     kernels that call it as `torch.<name>(...)` or, for a top-level name, as a method of an
     object of unknown type; per Tensor method an operator reaches the mode as (`add`,
     `__floordiv__`), those whose operators may call it; per ATen op (`aten_name`), those
-    calling it as `aten.<op>` (the mode runs its decomposition)."""
+    calling it as `aten.<op>` (the mode runs its decomposition). `names_of`: a function's
+    names under the mode (default: its refs name, and the ops the module registers it for;
+    the link graph knows registrations by imported factories too)."""
     found: Callers = {}
     for summary in summaries:
         kernels = kernel_names(summary)
         for qualname, uses in summary.uses.items():
-            names = [n for n in (refs_name(summary.path, qualname),) if n]
-            names += kernels.get(qualname, [])
+            if names_of is not None:
+                names = names_of(summary.path, qualname)
+            else:
+                names = [n for n in (refs_name(summary.path, qualname),) if n]
+                names += kernels.get(qualname, [])
             if not names:
                 continue
             calls = [

@@ -361,7 +361,10 @@ def _refs_callers(index: LinkIndex) -> Callers:
             for p in (index.head.tree.list(root) if root.endswith("/") else [root])
             if p.endswith(".py")
         ]
-        return callers_by_name([s for p in paths if (s := index.explorer.summary(p)) is not None])
+        summaries = [s for p in paths if (s := index.explorer.summary(p)) is not None]
+        return callers_by_name(
+            summaries, lambda path, qualname: _mode_names(Target.function(path, qualname), index)
+        )
 
     return index.memo("symbol_changes.refs_callers", build)
 

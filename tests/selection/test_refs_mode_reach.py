@@ -50,6 +50,14 @@ def floor_divide(a, b):
 
 def mul(a, b):
     return torch._prims.mul(a, b)
+
+
+def unreached(a):
+    return torch._prims_common.helper(a)
+"""
+PRIMS_COMMON = """
+def helper(a):
+    return a
 """
 REFS_NN = """
 import torch
@@ -129,6 +137,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
     repo.write("torch/_decomp/decompositions.py", DECOMPOSITIONS)
     repo.write("torch/_prims/__init__.py", "")
+    repo.write("torch/_prims_common/__init__.py", PRIMS_COMMON)
     repo.write("torch/_prims/context.py", CONTEXT)
     add_python_refs(repo, REF_DB, TEMPLATE)
     repo.edit(
@@ -196,3 +205,16 @@ def test_an_operator_the_mode_sees_by_its_methods_name_reaches_that_reference(
     # nothing calls `mul` by name: what else may run it is not known, so its blind spot and
     # canary stay beside the links
     assert any("mul modified: linked to no reused test statically" in b for b in state.blind_spots)
+
+
+def test_code_only_an_untested_reference_runs_stays_a_blind_spot(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """No test reaches `unreached`, by name or under the mode: the helper it calls is linked
+    to nothing, so it is a blind spot with its canary, never a silent "no effect"."""
+    head = upstream.change("torch/_prims_common/__init__.py", "return a", "return -a")
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert any(
+        "helper modified: linked to no reused test statically" in b for b in state.blind_spots
+    )
+    assert state.candidates  # its canary

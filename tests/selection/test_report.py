@@ -164,7 +164,7 @@ def test_the_report_says_what_mode_rank_and_estimated_mean(doc: dict[str, Any]) 
         assert "must pass" in first and "how likely the change is to break the test" in first
     assert "parametrization is assumed" in html.split("First tests to run")[1]
     # the stages' counts: `templates` is what changed under detect, what is known under map
-    for text in (md, html):
+    for text in (" ".join(md.split()), html):
         assert "detect counts what changed" in text and "map counts what it worked on" in text
     # templates and dtypes are two tables, each summing to the selection
     goes = html.split("Where the selection goes")[1].split("<h2>")[0]

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from selection.cpp.tokens import is_directive
+from selection.links.base import fewest_arguments
 
 # Words that are never the name of something a change can reach.
 KEYWORDS: frozenset[str] = frozenset(
@@ -185,8 +186,7 @@ def used_names(tokens: list[str]) -> Uses:
             passed = call_arguments(tokens, index + 1) if after == "(" else None
             if passed is not None and kind == "members":
                 passed += 1  # the receiver
-            known = arguments.get(token, passed)
-            arguments[token] = None if known is None or passed is None else min(known, passed)
+            arguments[token] = fewest_arguments(arguments.get(token, passed), passed)
     values = found["values"] | (found["args"] - found["locals"])
     return Uses(
         frozenset(found["calls"]), frozenset(values), frozenset(found["members"]),

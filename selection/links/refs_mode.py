@@ -56,17 +56,13 @@ def callers_by_name(summaries: list[ModuleSummary], names_of: NamesOf | None = N
     object of unknown type; per Tensor method an operator reaches the mode as (`add`,
     `__floordiv__`), those whose operators may call it; per ATen op (`aten_name`), those
     calling it as `aten.<op>` (the mode runs its decomposition). `names_of`: a function's
-    names under the mode (default: its refs name, and the ops the module registers it for;
-    the link graph knows registrations by imported factories too)."""
+    names under the mode (default: its refs name; the selection adds the ops the link graph
+    knows it is registered for, by imported factories too)."""
+    names_of = names_of or _own_refs_name
     found: Callers = {}
     for summary in summaries:
-        kernels = kernel_names(summary)
         for qualname, uses in summary.uses.items():
-            if names_of is not None:
-                names = names_of(summary.path, qualname)
-            else:
-                names = [n for n in (refs_name(summary.path, qualname),) if n]
-                names += kernels.get(qualname, [])
+            names = names_of(summary.path, qualname)
             if not names:
                 continue
             calls = [
@@ -84,14 +80,9 @@ def callers_by_name(summaries: list[ModuleSummary], names_of: NamesOf | None = N
     return found
 
 
-def kernel_names(summary: ModuleSummary) -> dict[str, list[str]]:
-    """Per function registered for ATen ops, the `aten_name`s it runs under in the mode."""
-    found: dict[str, list[str]] = {}
-    for op, function, _how, _line in summary.registrations:
-        name = aten_name(op)
-        if name not in found.setdefault(function, []):
-            found[function].append(name)
-    return found
+def _own_refs_name(path: str, qualname: str) -> list[str]:
+    name = refs_name(path, qualname)
+    return [name] if name else []
 
 
 def mode_aliases(context: ModuleSummary | None) -> Aliases:

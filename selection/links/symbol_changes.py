@@ -26,7 +26,6 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 
 from selection.links.added import added_reach, shadowed_aten_op
 from selection.links.base import Link, Outcome, Step, Target
@@ -281,21 +280,21 @@ def _refs_running(change: SymbolChange, index: LinkIndex) -> list[tuple[str, tup
             seeds.append((name, (Step(node.path, node.name, how),)))
     # a decomposition (or what it calls) runs under the mode where a reference calls its
     # op as `aten.<op>` (the mode looks such calls up in the decomposition table)
-    for kernel in graph.users_among("registered-calling", targets, _is_registered(graph), _is_call):
+    registered = graph.users_among(
+        "registered-calling", targets, lambda node: bool(_registrations(node, graph)), _is_call
+    )
+    for kernel in registered:
         start = () if kernel in targets else (Step(kernel.path, kernel.name, how),)
-        for edge in graph.users.get(kernel, ()):
-            if edge.kind == "registration" and edge.user.kind == "aten":
-                seeds.append((aten_name(edge.user.name), (*start, edge.step)))
+        for edge in _registrations(kernel, graph):
+            seeds.append((aten_name(edge.user.name), (*start, edge.step)))
     return seeds
 
 
-def _is_registered(graph: LinkGraph) -> Callable[[Target], bool]:
-    """Is a node a Python kernel registered for an ATen op?"""
-
-    def registered(target: Target) -> bool:
-        return any(e.kind == "registration" for e in graph.users.get(target, ()))
-
-    return registered
+def _registrations(target: Target, graph: LinkGraph) -> list[Edge]:
+    """The edges registering a function as a Python kernel of ATen ops (none: no kernel)."""
+    return [
+        e for e in graph.users.get(target, ()) if e.kind == "registration" and e.user.kind == "aten"
+    ]
 
 
 def _is_reference(target: Target) -> bool:
@@ -331,11 +330,7 @@ def _mode_names(target: Target, index: LinkIndex) -> list[str]:
     if target.kind != "function":
         return []
     own = refs_name(target.path, target.name)
-    registered = [
-        aten_name(e.user.name)
-        for e in index.graph.users.get(target, ())
-        if e.kind == "registration" and e.user.kind == "aten"
-    ]
+    registered = [aten_name(e.user.name) for e in _registrations(target, index.graph)]
     return list(dict.fromkeys([own, *registered] if own else registered))
 
 

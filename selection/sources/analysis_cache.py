@@ -38,6 +38,7 @@ ANALYSERS = (
     "selection.gradients",
     "selection.observed",
     "selection.links.registrations",
+    "selection.links.base",
     "selection.model",
     # what those import (a test checks the list is closed under imports)
     "selection.cpp.declarators",

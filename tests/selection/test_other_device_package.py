@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from selection.state import PipelineState
-from tests.support.observed_runs import linked_ops, select_from
-from tests.support.sample_helpers import commit_samples_through
+from tests.support.observed_runs import linked_ops
+from tests.support.sample_helpers import select_edit_through_samples
 from tests.support.upstream_repo import UpstreamRepo
 
 CUDA = "torch/cuda/__init__.py"
@@ -48,15 +48,12 @@ def _select(
 ) -> PipelineState:
     # add's samples ask whether CUDA is there, on every device; mul's check CUDA memory
     # only on CUDA tensors
-    base = commit_samples_through(
-        upstream,
+    samples = (
         {CUDA: BASE_CUDA, HELPERS: PROBING},
         "torch._probing",
         {"add": "probe", "mul": "leak_checked"},
     )
-    upstream.edit(CUDA, old, new)
-    head = upstream.commit("torch.cuda changed")
-    return select_from(upstream, manifest, base, head, tmp_path)
+    return select_edit_through_samples(upstream, manifest, tmp_path, samples, (CUDA, old, new))
 
 
 def test_a_function_code_for_every_device_calls_is_linked(

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from selection.state import PipelineState
-from tests.support.observed_runs import linked_ops, select_from
-from tests.support.sample_helpers import commit_samples_through
+from tests.support.observed_runs import linked_ops
+from tests.support.sample_helpers import select_edit_through_samples
 from tests.support.upstream_repo import UpstreamRepo
 
 TENSOR = "torch/_tensor.py"
@@ -53,15 +53,12 @@ def _select(
     helpers: str = WRAPPING,
 ) -> PipelineState:
     # add's samples construct a Tensor; mul's call library code that names the method
-    base = commit_samples_through(
-        upstream,
+    samples = (
         {TENSOR: BASE_TENSOR, HELPERS: helpers},
         "torch._wrapping",
         {"add": "wrap", "mul": "scale"},
     )
-    upstream.edit(TENSOR, old, new)
-    head = upstream.commit("a Tensor method changed")
-    return select_from(upstream, manifest, base, head, tmp_path)
+    return select_edit_through_samples(upstream, manifest, tmp_path, samples, (TENSOR, old, new))
 
 
 @pytest.mark.parametrize("helpers", [WRAPPING, UNNAMED], ids=["named", "unnamed-receiver"])

@@ -3,6 +3,10 @@ tests of what a library change reaches through sample inputs share."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from selection.state import PipelineState
+from tests.support.observed_runs import select_from
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo
 
 DATABASE = f"{INTERNAL}/common_methods_invocations.py"
@@ -30,3 +34,19 @@ def commit_samples_through(
         )
         upstream.edit(DATABASE, line, wrapped)
     return upstream.commit(f"samples through {names}")
+
+
+def select_edit_through_samples(
+    upstream: UpstreamRepo,
+    manifest: Path,
+    tmp_path: Path,
+    samples: tuple[dict[str, str], str, dict[str, str]],
+    edit: tuple[str, str, str],
+) -> PipelineState:
+    """`commit_samples_through(upstream, *samples)` as the base, then one edit (path, old,
+    new) as the head; the selection between them."""
+    base = commit_samples_through(upstream, *samples)
+    path, old, new = edit
+    upstream.edit(path, old, new)
+    head = upstream.commit(f"{path} changed")
+    return select_from(upstream, manifest, base, head, tmp_path)

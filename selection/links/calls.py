@@ -26,6 +26,8 @@ from selection.python.summary import ModuleSummary, Use, is_test_code
 
 KIND = "call"
 TENSOR_MODULE = "torch/_tensor.py"
+# The uses that run what they name where they stand (Step.called).
+RUN_WHERE_USED = ("call", "decorator")
 
 
 def _describe(use: Use) -> str:
@@ -142,7 +144,14 @@ def uses_of(
             targets = _method_fallback(
                 use, summary, tensor, resolver.aten_ops, library, methods_by_name
             )
-        step = Step(summary.path, qualname, _describe(use))
+        step = Step(
+            summary.path,
+            qualname,
+            _describe(use),
+            called=use.how in RUN_WHERE_USED,
+            nesting=use.nesting,
+            applied=use.applied,
+        )
         for target in targets:
             if use.how == "compared" and methods_of(target):
                 continue  # a class compared as a value (selection.python.summary)

@@ -239,11 +239,8 @@ class Explorer:
             return
         if node.kind == "function":
             summary = self.summary(node.path)
+            yield from self.function_uses(node)
             if summary is not None and node.name in summary.kinds:
-                tensor = self.summary(TENSOR_MODULE)
-                yield from uses_of(
-                    summary, node.name, self.resolver, tensor, self.methods_of, self.own_methods
-                )
                 for used, step in device_uses_of(summary, node.name, self.resolver):
                     self.graph.add_device_use(used, step)
         elif node.kind == "entry":
@@ -252,6 +249,17 @@ class Explorer:
             yield from self._template_out(node)
         elif node.kind == "aten":
             yield from self._aten_out(node)
+
+    def function_uses(self, node: Target) -> Out:
+        """What a function's code uses (calls.uses_of), whether or not the graph holds it:
+        what `import torch` runs is followed from its load-time code, which no test roots
+        (selection.links.startup)."""
+        summary = self.summary(node.path)
+        if summary is not None and node.name in summary.kinds:
+            tensor = self.summary(TENSOR_MODULE)
+            yield from uses_of(
+                summary, node.name, self.resolver, tensor, self.methods_of, self.own_methods
+            )
 
     def _template_out(self, node: Target) -> Out:
         template = self._templates.get(node)

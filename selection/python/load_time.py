@@ -23,12 +23,25 @@ def _is_type_checking(test: ast.expr) -> bool:
     return name == "TYPE_CHECKING"
 
 
+def _is_main_guard(test: ast.expr) -> bool:
+    """`if __name__ == "__main__":` -- true only when the module runs as a script."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
 def top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """The statements that run on import, blocks (`if`, `try`, `with`) opened, but neither
-    function nor class bodies, nor an `if TYPE_CHECKING:` body."""
+    function nor class bodies, nor an `if TYPE_CHECKING:` or `if __name__ == "__main__":`
+    body."""
     for stmt in body:
         if isinstance(stmt, ast.If):
-            if not _is_type_checking(stmt.test):
+            if not (_is_type_checking(stmt.test) or _is_main_guard(stmt.test)):
                 yield from top_level_statements(stmt.body)
             yield from top_level_statements(stmt.orelse)
         elif isinstance(stmt, ast.Try):
@@ -60,30 +73,32 @@ def imported_modules(
     return tuple(dict.fromkeys(m for m in found if m))
 
 
-def load_time_nodes(tree: ast.Module) -> Iterator[ast.AST]:
-    """The expressions and statements whose code runs on import, besides the imports:
-    module-level statements (defs and classes excluded), and each top-level definition's
-    decorators and defaults (a class: its bases and its body's statements too)."""
+def load_time_nodes(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
+    """The expressions and statements whose code runs on import, besides the imports, each
+    with how it is used there (summary.Use.how): module-level statements (defs and classes
+    excluded), and each top-level definition's decorators ("decorator": each is applied to
+    the definition) and defaults (a class: its bases and its body's statements too)."""
     for stmt in top_level_statements(tree.body):
         if isinstance(stmt, (*FUNCTION_DEFS, ast.ClassDef)):
             yield from _definition_parts(stmt)
         elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            yield stmt
+            yield stmt, "reference"
 
 
 def _definition_parts(
     node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
-) -> Iterator[ast.AST]:
-    yield from node.decorator_list
+) -> Iterator[tuple[ast.AST, str]]:
+    yield from ((d, "decorator") for d in node.decorator_list)
     if isinstance(node, ast.ClassDef):
-        yield from node.bases
+        yield from ((b, "reference") for b in node.bases)
         for stmt in node.body:
             if isinstance(stmt, (*FUNCTION_DEFS, ast.ClassDef)):
                 yield from _definition_parts(stmt)
             else:
-                yield stmt
+                yield stmt, "reference"
         return
-    yield from (d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None)
+    defaults = [*node.args.defaults, *node.args.kw_defaults]
+    yield from ((d, "reference") for d in defaults if d is not None)
 
 
 def definition_changed(old: list[ast.AST], new: list[ast.AST]) -> bool:
@@ -100,7 +115,7 @@ def definition_changed(old: list[ast.AST], new: list[ast.AST]) -> bool:
 
 
 def _definition_time(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
-    return [ast.Expr(e) for e in _definition_parts(node) if isinstance(e, ast.expr)]
+    return [ast.Expr(e) for e, _how in _definition_parts(node) if isinstance(e, ast.expr)]
 
 
 def calls_on_load(nodes: list[ast.AST]) -> bool:
@@ -111,7 +126,7 @@ def calls_on_load(nodes: list[ast.AST]) -> bool:
     parts: list[ast.AST] = []
     for node in nodes:
         if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
-            parts += _definition_parts(node)
+            parts += [part for part, _how in _definition_parts(node)]
         else:
             parts.append(node)
     return any(isinstance(n, ast.Call) for part in parts for n in _walk_on_load(part))

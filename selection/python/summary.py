@@ -28,6 +28,7 @@ from selection.python.chains import Chain, aten_in_chain, chain_of, last_name
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
+from selection.python.nesting import is_plain_call, runs_in_place
 from selection.python.operators import Mappings, Operators
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
@@ -48,6 +49,13 @@ class Use:
     chain: Chain  # ("torch", "nn", "functional", "gelu"), ("self", "helper"), ("aten", "add", "Tensor")
     how: str  # call | decorator | argument | base | reference | compared
     line: int
+    # How many function or lambda bodies inside the symbol's own the use sits in: 0 runs
+    # when the symbol runs; 1 only when a function it defines is called (the decorator a
+    # factory returns), ... (selection.links.startup follows only what runs on import).
+    nesting: int = 0
+    # A call whose result is called in turn, where it stands: `@factory(arg)` on a
+    # definition, `out_wrapper()(fn)`. The function the factory returns runs there too.
+    applied: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,8 +183,8 @@ def _drop_registered_ops(summary: ModuleSummary, symbols: dict[str, Symbol]) -> 
 def _load_uses(tree: ast.Module, tests: bool) -> tuple[Use, ...]:
     """The calls and decorators of the code that runs when the module is imported."""
     collector = _UseCollector(tests)
-    for node in load_time_nodes(tree):
-        collector.collect(node)
+    for node, how in load_time_nodes(tree):
+        collector.collect(node, how)
     return tuple(u for u in dict.fromkeys(collector.uses) if u.how in _RUN_ON_LOAD)
 
 
@@ -240,8 +248,13 @@ class _UseCollector:
         self.tests = tests
         self.uses: list[Use] = []
         self.device_uses: list[Use] = []
+        self._nesting = 0
+        self._applied: set[int] = set()  # the calls whose result is called (Use.applied)
+        self._in_place: list[frozenset[str]] = []  # per function body entered: runs_in_place
 
     def collect(self, node: ast.AST, how: str = "reference") -> None:
+        # a function's own body is nesting 0 (_definition counts each def it enters)
+        self._nesting = -1 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else 0
         # decorators kept: a wrapper named for another device still runs on ours
         if not has_other_device_code(node, self.tests, decorators=False):
             self._visit(node, how)
@@ -253,26 +266,40 @@ class _UseCollector:
             self._visit(guard, "reference")  # `if can_fuse(x) and x.is_cuda:` runs here
         ours = set(self.uses[kept:])
         everything = _UseCollector(self.tests)
+        everything._nesting = self._nesting
         everything._visit(node, how)
         self.device_uses.extend(u for u in everything.uses if u not in ours)
 
-    def _visit(self, node: ast.AST, how: str) -> None:
+    def _use(self, chain: Chain, how: str, line: int, applied: bool = False) -> None:
+        self.uses.append(Use(chain, how, line, max(self._nesting, 0), applied))
+
+    def _visit(self, node: ast.AST, how: str, applied: bool = False) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self._definition(node)
+            return
+        if isinstance(node, ast.Lambda):
+            self._nested(node.args, [node.body], deeper=True)
             return
         if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(
             getattr(node, "ctx", None), ast.Load
         ):
             chain = chain_of(node)
             if chain:
-                self.uses.append(Use(chain, how, getattr(node, "lineno", 0)))
+                self._use(chain, how, getattr(node, "lineno", 0), applied)
                 return
             if how == "call" and isinstance(node, ast.Attribute):
                 # `x.sum().backward()`, `super().norm()`, `xs[0].split(2)`: a method called
                 # on a receiver that is no name, linked by its name alone (calls.uses_of)
-                self.uses.append(Use((UNNAMED, node.attr), how, node.lineno))
+                self._use((UNNAMED, node.attr), how, node.lineno, applied)
         if isinstance(node, ast.Call):
-            self._visit(node.func, "call")
+            if isinstance(node.func, ast.Call):
+                self._applied.add(id(node.func))  # `factory(arg)(fn)`
+            # `@factory(arg)` on a definition: what it returns is applied there
+            self._visit(node.func, "call", id(node) in self._applied or how == "decorator")
+            if is_plain_call(node):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, ast.Lambda):  # a callback: it may run in place
+                        self._nested(arg.args, [arg.body], deeper=False)
             func = chain_of(node.func)
             if func in _CLASS_TESTS and len(node.args) == 2:
                 # isinstance(x, (bool, SymBool)) compares types: no code of SymBool runs
@@ -283,9 +310,17 @@ class _UseCollector:
                     self._visit(item, "compared")
                 return
             # getattr(x, "f") only reads x: not a construction of it
+            passed_on = how == "argument"  # this call's value is another call's argument
             how = "reference" if func in _TYPE_CHECKS else "argument"
-            for arg in [*node.args, *(k.value for k in node.keywords)]:
-                self._visit(arg, how)
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            if func and func[-1] == "partial" and node.args and not passed_on:
+                # `partial(type_casts, ...)`: whoever calls the partial calls it (taken as
+                # called here: `pw_cast_for_opmath = partial(...)`, then `@pw_cast_...`;
+                # one passed on, `meta=partial(...)`, is stored like any function passed)
+                self._visit(arguments.pop(0), "call")
+            for arg in arguments:
+                if not (is_plain_call(node) and isinstance(arg, ast.Lambda)):
+                    self._visit(arg, how)
             return
         if isinstance(node, ast.AnnAssign):
             # `x: list[int | torch.SymInt] = ...`: the annotation is never run
@@ -318,12 +353,28 @@ class _UseCollector:
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 self._visit(base, "base")
-        else:
-            for default in [*node.args.defaults, *node.args.kw_defaults]:
-                if default is not None:
-                    self._visit(default, "argument")
-        for stmt in node.body:
+            for stmt in node.body:  # a class body runs where the class is defined
+                self._visit(stmt, "reference")
+            return
+        in_place = bool(self._in_place) and node.name in self._in_place[-1]
+        self._nested(node.args, node.body, deeper=not in_place)
+
+    def _nested(
+        self, args: ast.arguments, body: list[ast.stmt] | list[ast.expr], deeper: bool
+    ) -> None:
+        """A function's or lambda's defaults (run where it is defined) and body: one level
+        deeper (run when it is called), unless the code around runs it in place
+        (selection.python.nesting)."""
+        for default in [*args.defaults, *args.kw_defaults]:
+            if default is not None:
+                self._visit(default, "argument")
+        step = 1 if deeper else 0
+        self._nesting += step
+        self._in_place.append(runs_in_place(body))
+        for stmt in body:
             self._visit(stmt, "reference")
+        self._in_place.pop()
+        self._nesting -= step
 
 
 # Builtin types: a tuple or union naming one of them beside classes is a type spec.

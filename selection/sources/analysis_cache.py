@@ -32,6 +32,7 @@ ANALYSERS = (
     "selection.python.names",
     "selection.python.load_time",
     "selection.python.nested",
+    "selection.python.nesting",
     "selection.python.failure_paths",
     "selection.python.op_lists",
     "selection.python.operators",

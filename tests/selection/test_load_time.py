@@ -147,16 +147,20 @@ def test_load_time_code_is_module_statements_decorators_and_defaults_not_bodies(
         "@deco(1)\ndef f(x=default()):\n    import g\n    body()\n"
         "class K(Base):\n    attr = make()\n    def m(self):\n        inside()\n"
         "setup()\n"
+        "if __name__ == '__main__':\n    import h\n    main()\n"
     )
     modules = imported_modules(tree, lambda module, level: "pkg" + (f".{module}" if module else ""))
     assert modules == ("a.b", "pkg", "pkg.c", "e")
+    nodes = list(load_time_nodes(tree))
     called = {
         n.func.id
-        for node in load_time_nodes(tree)
+        for node, _how in nodes
         for n in ast.walk(node)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
     }
     assert called == {"deco", "default", "make", "setup"}
+    # each decorator is applied to its definition (so what `deco(1)` returns runs too)
+    assert [ast.unparse(n) for n, how in nodes if how == "decorator"] == ["deco(1)"]
 
 
 LOAD_TIME_EDITS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from selection.python.names import ModuleNames
-from selection.python.summary import summarize
+from selection.python.summary import Use, summarize
 
 SOURCE = """
 import builtins
@@ -93,3 +93,80 @@ def test_a_type_spec_names_classes_as_compared_and_other_collections_as_used() -
         ("passthrough", {"torch.device", "torch.sym_float"}),
     ):
         assert {".".join(u.chain): u.how for u in uses[name]} == dict.fromkeys(chains, "reference")
+
+
+NESTED = """
+from functools import partial
+
+
+def factory(op):
+    checked(op)
+
+    def wrapper(fn):
+        registered(op, fn)
+
+        def run(*args):
+            return deferred(fn(*args))
+
+        return run
+
+    return wrapper
+
+
+def walk(tree):
+    def visit(node):
+        return leaf(node)
+
+    def stored(node):
+        return later(node)
+
+    mapping(visit, tree)
+    keep(outer(op)(stored))
+    table.update(key=lambda: in_callback())
+    return visit(tree), (lambda: in_lambda())
+
+
+@factory(1)
+@plain
+def decorated(x):
+    return x
+
+
+cast = partial(casts, kind=1)
+kernel = make(meta=partial(meta_fn, kind=2))
+"""
+
+
+def _nested_uses() -> tuple[dict[str, tuple[int, bool, str]], tuple[Use, ...]]:
+    path = "torch/nested.py"
+    summary = summarize(path, ast.parse(NESTED), NESTED, ModuleNames([path]))
+    uses: dict[str, tuple[int, bool, str]] = {}
+    for qualname in ("factory", "walk", "cast", "kernel"):
+        for u in summary.uses[qualname]:
+            uses[".".join(u.chain)] = (u.nesting, u.applied, u.how)
+    return uses, summary.load_uses
+
+
+def test_a_use_knows_the_nested_body_it_sits_in_and_whether_its_result_is_applied() -> None:
+    """What `import torch` runs follows only code that runs (selection.links.startup): a
+    factory's own body, the decorator it returns where that is applied, not the function
+    the decorator returns in turn; a nested helper called in place, or handed to a plain
+    call as a callback, runs; one handed to a decorator's application is registered."""
+    uses, load_uses = _nested_uses()
+    assert uses["checked"] == (0, False, "call")
+    assert uses["registered"] == (1, False, "call")
+    assert uses["deferred"] == (2, False, "call")
+    assert uses["leaf"] == (0, False, "call")  # `visit` is called and passed to `mapping`
+    assert uses["later"][0] == 1  # `stored` is only handed to `outer(op)(...)`
+    assert uses["outer"] == (0, True, "call")  # what `outer(op)` returns is called there
+    assert uses["in_callback"][0] == 0  # a lambda given to a plain call may run there
+    assert uses["in_lambda"][0] == 1  # a lambda returned runs when called
+    # partial: whoever calls the partial calls the function; one passed on is stored
+    assert uses["casts"][2] == "call"
+    assert uses["meta_fn"][2] == "argument"
+    # on import: the decorator factory's call is applied to `decorated`; a bare decorator
+    # is one use of its own
+    on_load = {".".join(u.chain): (u.how, u.applied) for u in load_uses}
+    assert on_load["factory"] == ("call", True)
+    assert on_load["plain"] == ("decorator", False)
+    assert on_load["make"] == ("call", False)

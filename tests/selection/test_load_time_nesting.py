@@ -1,0 +1,131 @@
+"""What `import torch` runs, beyond its module-level code (selection.links.startup): a
+decorator factory's returned decorator runs where it is applied, a nested helper its caller
+calls runs with it, but the function a factory returns runs only when a test calls it. A
+change that runs on import gets the canary over every test; one that runs only in tests is
+linked as usual, without that canary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selection.state import PipelineState
+from tests.support.observed_runs import manifest_file, select_head
+from tests.support.upstream_library import DECOMP_INIT
+from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
+
+DECOMPOSITIONS = "torch/_decomp/decompositions.py"
+
+TORCH_INIT = """from torch._decomp import decompositions
+"""
+
+DECOMPOSITIONS_TEXT = """import torch
+from torch._decomp import register_decomposition
+
+aten = torch._ops.ops.aten
+
+
+def _checked(op):
+    return op
+
+
+def _leaf(op):
+    return op
+
+
+def _walk(ops):
+    def visit(op):
+        return _leaf(op)
+
+    return [visit(op) for op in ops]
+
+
+def registering(op):
+    def wrapper(fn):
+        _checked(op)
+        _walk([op])
+        return register_decomposition(op)(fn)
+
+    return wrapper
+
+
+def _scaled(x):
+    return x * 2
+
+
+def make_twice(fn):
+    def twice(a, b):
+        return _scaled(fn(a, b))
+
+    return twice
+
+
+@registering(aten.mul.Tensor)
+@make_twice
+def mul(a, b):
+    return a * b
+
+
+quadruple = make_twice(mul)
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    repo.reset()
+    repo.write("torch/__init__.py", TORCH_INIT)
+    repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
+    repo.write(DECOMPOSITIONS, DECOMPOSITIONS_TEXT)
+    repo.base = repo.commit("decorator factories and helpers a module `import torch` runs uses")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return manifest_file(tmp_path_factory.mktemp("manifests"), MANIFEST)
+
+
+def _import_causes(state: PipelineState) -> set[str]:
+    return {
+        cause.summary
+        for c in state.candidates.values()
+        for cause in c.causes
+        if "import torch" in cause.summary
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "name"),
+    [
+        pytest.param("def _checked(op):\n    return op", "def _checked(op):\n    return [op]",
+                     "_checked", id="called-by-the-decorator-a-factory-returns"),
+        pytest.param("def _leaf(op):\n    return op", "def _leaf(op):\n    return [op]",
+                     "_leaf", id="called-by-a-nested-helper-its-caller-calls"),
+    ],
+)  # fmt: skip
+def test_code_a_decorator_runs_where_it_is_applied_runs_on_import(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str, name: str
+) -> None:
+    state = select_head(upstream, manifest, upstream.change(DECOMPOSITIONS, old, new), tmp_path)
+    assert f"{DECOMPOSITIONS}: {name} modified: runs while `import torch` runs" in (
+        " ".join(_import_causes(state))
+    ), _import_causes(state)
+
+
+def test_code_only_the_function_a_factory_returns_calls_runs_in_tests_not_on_import(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`make_twice` runs on import (it decorates `mul`, and is called at module level), but
+    `twice`, which calls `_scaled`, runs only when a test calls the decomposition: no
+    canary over every test, and it is linked as usual (here no reused test traces mul, so
+    its decomposition runs in none)."""
+    head = upstream.change(DECOMPOSITIONS, "return x * 2", "return x * 3")
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert not _import_causes(state)
+    assert not state.candidates
+    assert state.mapped is not None
+    assert state.mapped.no_effect == [
+        f"{DECOMPOSITIONS}: _scaled modified: no reused instance reaches it"
+    ]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from selection.links.base import Target
-from selection.links.calls import constructs_owner
+from selection.links.calls import TENSOR_MODULE, constructs_owner, named_tensor_method
 from selection.links.graph import Edge
 from selection.upstream import INTERNAL
 
@@ -66,8 +66,17 @@ def around_every_test(index: LinkIndex) -> frozenset[Target]:
     (sample generators, `assertExpectedInline`) are reached from templates where used."""
 
     def build() -> frozenset[Target]:
-        start = per_test_methods(index.explorer.summary)
-        reached = index.functions_reached(start, methods=_not_of_a_base, follows=_runs)
+        explorer = index.explorer
+        start = per_test_methods(explorer.summary)
+        tensor = explorer.summary(TENSOR_MODULE)
+        reached = index.functions_reached(
+            start,
+            # a call on an object of unknown type is linked to the `Tensor` method of its
+            # name (`test_id.split(".")` in `check_if_enable`): no test base runs one
+            keep=lambda target: not named_tensor_method(target, tensor),
+            methods=_not_of_a_base,
+            follows=_runs,
+        )
         return frozenset(reached)
 
     return index.memo("lifecycle.around_every_test", build)

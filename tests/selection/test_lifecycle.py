@@ -105,3 +105,33 @@ def test_a_test_base_built_by_per_test_code_brings_none_of_its_other_methods(
         upstream, manifest, tmp_path, calls=False, samples_call=False, methods=CONSTRUCTING
     )
     assert not any("runs around every test" in summary for summary in _canaries(state))
+
+
+TENSOR = "torch/_tensor.py"
+TENSOR_TEXT = """class Tensor:
+    def split(self, split_size, dim=0):
+        return [self]
+"""
+
+
+def test_a_tensor_method_named_like_a_string_method_set_up_calls_is_not_per_test_code(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`self.id().split(".")` in `setUp` is linked to `Tensor.split` by name (its receiver's
+    type is unknown); no test base runs a tensor method, so a change to `Tensor.split`
+    reaches the tests whose samples split a tensor, not every test through the canary."""
+    upstream.reset()
+    upstream.write(TENSOR, TENSOR_TEXT)
+    database = f"{INTERNAL}/common_methods_invocations.py"
+    upstream.edit(
+        database,
+        "def sample_inputs_mul(op_info, device, dtype):\n",
+        "def sample_inputs_mul(op_info, device, dtype):\n    torch.ones(4).split(2)\n",
+    )
+    upstream.edit(UTILS, "self.precision = 1e-5", 'self.precision = len(self.id().split("."))')
+    base = upstream.commit("setUp splits the test id; mul's samples split a tensor")
+    upstream.edit(TENSOR, "return [self]", "return [self, self]")
+    head = upstream.commit("split returns more")
+    state = select_from(upstream, manifest, base, head, tmp_path)
+    assert not any("runs around every test" in summary for summary in _canaries(state))
+    assert {c.instance.op for c in state.candidates.values()} == {"mul"}

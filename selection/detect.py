@@ -65,7 +65,7 @@ def diff_symbols(
         elif not same_code(old[name], new[name]):
             same_for_us = same_code_for_us(old[name], new[name], tests)
             before, after = old[name].runtime_nodes, new[name].runtime_nodes
-            nested = confined_to_nested(name, before, after)
+            confined = confined_to_nested(name, before, after)
             definition = definition_changed(before, after)
             failure_only = confined_to_failure(before, after)
             # test code's op lists make tests (which tests exist), not lookups; a function's,
@@ -78,7 +78,8 @@ def diff_symbols(
                     name,
                     ChangeKind.modified,
                     same_for_us,
-                    nested=nested,
+                    nested=confined.names,
+                    nesting=confined.nesting,
                     definition=definition,
                     failure_only=failure_only,
                     op_list=op_list,

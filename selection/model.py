@@ -46,6 +46,10 @@ class SymbolChange:
     # An edit confined to functions defined inside this one (`f.<locals>.g`, as the recorder
     # names them: selection.python.nested); empty when the function's own code changed.
     nested: tuple[str, ...] = ()
+    # How deep in those the changed code runs: 0 when the function runs; 1 only when a
+    # function it defines is called (one it returns), ... (not when `import torch` runs the
+    # function: selection.links.startup).
+    nesting: int = 0
     # The edit changes what runs when the definition itself runs (a function's decorators or
     # default values: at import, for a top-level function or a method of a top-level class).
     definition: bool = False

@@ -17,6 +17,7 @@ import is unknown.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 
 from selection.links.base import Step, Target
 from selection.links.calls import TENSOR_MODULE, named_tensor_method
@@ -62,15 +63,22 @@ def _with_packages(dotted: str) -> list[str]:
 
 
 def load_time_functions(index: LinkIndex) -> frozenset[Target]:
+    """The functions `import torch` runs (`load_time_depths`)."""
+    return frozenset(load_time_depths(index))
+
+
+def load_time_depths(index: LinkIndex) -> Mapping[Target, int]:
     """The functions the startup modules' load-time code calls, and what they call in turn
     while it runs: a called function's own body, not the functions it defines (they run
     when called: `_make_copy_from_view`'s `_fn` at test time), but the one a factory
     returns where that is called there too (`@register_decomposition(op)` runs the
     decorator it returns); a constructed class's constructor (its `__call__` where the
     instance is applied). A call on an object of unknown type is linked to the `Tensor`
-    method of its name (`regx.split`): no tensor method runs on import."""
+    method of its name (`regx.split`): no tensor method runs on import. Per function, how
+    deep in the functions it defines its code runs then (0: its own body; 1: the decorator
+    a factory returns, too)."""
 
-    def build() -> frozenset[Target]:
+    def build() -> dict[Target, int]:
         explorer = index.explorer
         tensor = explorer.summary(TENSOR_MODULE)
         queue: deque[tuple[Target, int]] = deque()
@@ -102,9 +110,9 @@ def load_time_functions(index: LinkIndex) -> frozenset[Target]:
                     continue
                 # a method of a constructed class: its body, not what it returns, runs
                 queue.append((used, int(step.applied and not step.constructs)))
-        return frozenset(depth)
+        return depth
 
-    return index.memo("startup.load_time_functions", build)
+    return index.memo("startup.load_time_depths", build)
 
 
 def _runs(step: Step, used: Target, runs: int) -> bool:

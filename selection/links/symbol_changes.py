@@ -44,7 +44,7 @@ from selection.links.refs_mode import (
     refs_name,
 )
 from selection.links.resolve import recording_saw, root_instances
-from selection.links.startup import load_time_functions, startup_modules
+from selection.links.startup import load_time_depths, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
 from selection.observed import NESTED
@@ -406,9 +406,9 @@ def behaviour_free(change: SymbolChange) -> str:
 
 def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
     """Code of a module `import torch` imports that runs then: a module-level assignment or
-    a class header that calls something, a function's decorators or defaults, or a function
-    that load-time code calls (module-level statements are handled as such; an added or
-    removed symbol's module-level users changed too)."""
+    a class header that calls something, a function's decorators or defaults, or the code
+    of a function that load-time code calls that runs then (module-level statements are
+    handled as such; an added or removed symbol's module-level users changed too)."""
     if change.qualname == MODULE_SYMBOL or change.kind != ChangeKind.modified:
         return False
     if change.path not in startup_modules(index):
@@ -419,7 +419,10 @@ def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
     if summary is not None and summary.kinds.get(change.qualname) in ("assign", "class"):
         # its statements run on import; a plain value matters through what reads it
         return change.qualname in summary.calls_on_load
-    return Target.function(change.path, change.qualname) in load_time_functions(index)
+    # an edit confined to a function it defines runs on import only where that one does
+    # (the decorator a factory returns), not the function it returns (`_fn`, `_ref`)
+    depth = load_time_depths(index).get(Target.function(change.path, change.qualname))
+    return depth is not None and change.nesting <= depth
 
 
 def _runs_around_every_test(change: SymbolChange, index: LinkIndex) -> bool:

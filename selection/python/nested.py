@@ -12,31 +12,64 @@ from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 
 from selection.observed import NESTED
 from selection.pyast import FUNCTION_DEFS, normalized_fingerprint
+from selection.python.nesting import runs_in_place
 
 
-def confined_to_nested(qualname: str, old: list[ast.AST], new: list[ast.AST]) -> tuple[str, ...]:
-    """The qualnames (`f.<locals>.g`) of the nested functions whose bodies differ, when the
-    function's own code is equal; () when its own code changed (or it is not one function)."""
+@dataclass(frozen=True)
+class Confined:
+    """Where in a changed function its edit lies."""
+
+    # The innermost functions defined inside it that the edit is confined to, by the
+    # recorder's names (`f.<locals>.g.<locals>.h`); empty: the function's own code changed.
+    names: tuple[str, ...] = ()
+    # How deep the shallowest changed code runs: 0 when the function runs (its own code,
+    # or a nested helper it calls in place: selection.python.nesting), 1 when a function it
+    # defines is called (one it returns or registers), ...
+    nesting: int = 0
+
+
+def confined_to_nested(qualname: str, old: list[ast.AST], new: list[ast.AST]) -> Confined:
+    """The nested functions whose bodies differ, innermost first found, when the code around
+    them is equal (the function's own code, and each enclosing nested function's own code);
+    Confined() when its own code changed (or it is not one function)."""
     if len(old) != 1 or len(new) != 1:
-        return ()
+        return Confined()
     before, after = old[0], new[0]
     if not isinstance(before, FUNCTION_DEFS) or not isinstance(after, FUNCTION_DEFS):
-        return ()
+        return Confined()
+    return _confined(qualname, before, after, 0) or Confined()
+
+
+def _confined(
+    qualname: str,
+    before: ast.FunctionDef | ast.AsyncFunctionDef,
+    after: ast.FunctionDef | ast.AsyncFunctionDef,
+    depth: int,
+) -> Confined | None:
+    """None when `before`'s own code differs from `after`'s (`depth`: how deep it runs)."""
     old_nested, new_nested = _nested_defs(before), _nested_defs(after)
     if [d.name for d in old_nested] != [d.name for d in new_nested]:
-        return ()
+        return None
     if normalized_fingerprint([_skeleton(before)]) != normalized_fingerprint([_skeleton(after)]):
-        return ()
-    changed: list[str] = []
+        return None
+    in_place = runs_in_place(before.body)
+    names: list[str] = []
+    nesting: int | None = None
     for a, b in zip(old_nested, new_nested, strict=True):
-        if normalized_fingerprint([a]) != normalized_fingerprint([b]):
-            name = f"{qualname}{NESTED}{a.name}"
-            if name not in changed:
-                changed.append(name)
-    return tuple(changed)
+        if normalized_fingerprint([a]) == normalized_fingerprint([b]):
+            continue
+        name = f"{qualname}{NESTED}{a.name}"
+        level = depth if a.name in in_place else depth + 1
+        inner = _confined(name, a, b, level)
+        if inner is None or not inner.names:  # its own code changed
+            inner = Confined((name,), level)
+        names += inner.names
+        nesting = inner.nesting if nesting is None else min(nesting, inner.nesting)
+    return Confined(tuple(dict.fromkeys(names)), nesting or 0)
 
 
 def _nested_defs(function: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:

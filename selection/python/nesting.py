@@ -17,19 +17,18 @@ FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def runs_in_place(body: Sequence[ast.AST]) -> frozenset[str]:
-    """The names of the functions defined directly in `body` that it calls or passes to a
-    plain call."""
-    defined = {s.name for s in body if isinstance(s, FUNCTION_DEFS)}
-    if not defined:
-        return frozenset()
+    """The names of the functions defined in `body` (in its blocks too, not in functions
+    nested deeper) that it calls or passes to a plain call."""
+    defined: set[str] = set()
     found: set[str] = set()
     for node in _walk_own(body):
-        if not isinstance(node, ast.Call):
-            continue
-        if isinstance(node.func, ast.Name):
-            found.add(node.func.id)
-        if is_plain_call(node):
-            found.update(a.id for a in _arguments(node) if isinstance(a, ast.Name))
+        if isinstance(node, FUNCTION_DEFS):
+            defined.add(node.name)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                found.add(node.func.id)
+            if is_plain_call(node):
+                found.update(a.id for a in _arguments(node) if isinstance(a, ast.Name))
     return frozenset(found & defined)
 
 
@@ -45,11 +44,12 @@ def _arguments(call: ast.Call) -> Iterator[ast.expr]:
 
 
 def _walk_own(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
-    """The body's nodes, without entering the functions and lambdas it defines."""
+    """The body's nodes, without entering the functions and lambdas it defines (a function
+    definition itself is yielded; its decorators and defaults run here but call nothing
+    defined inside)."""
     stack = list(body)
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(
-            c for c in ast.iter_child_nodes(node) if not isinstance(c, (*FUNCTION_DEFS, ast.Lambda))
-        )
+        if not isinstance(node, (*FUNCTION_DEFS, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))

@@ -129,3 +129,23 @@ def test_code_only_the_function_a_factory_returns_calls_runs_in_tests_not_on_imp
     assert state.mapped.no_effect == [
         f"{DECOMPOSITIONS}: _scaled modified: no reused instance reaches it"
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "on_import"),
+    [
+        # inside the decorator `registering(op)` returns: it runs where it is applied
+        pytest.param("        _checked(op)\n", "        _checked([op])\n", True,
+                     id="the-decorator-a-factory-returns"),
+        # inside the function `make_twice` returns: it runs when mul is called
+        pytest.param("_scaled(fn(a, b))", "_scaled(fn(b, a))", False,
+                     id="the-function-a-factory-returns"),
+    ],
+)  # fmt: skip
+def test_an_edit_inside_a_function_a_load_time_function_defines_runs_where_that_one_does(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, old: str, new: str, on_import: bool
+) -> None:
+    """`registering` and `make_twice` both run on import; an edit confined to a function
+    they define runs then only if that function is called then."""
+    state = select_head(upstream, manifest, upstream.change(DECOMPOSITIONS, old, new), tmp_path)
+    assert bool(_import_causes(state)) == on_import, _import_causes(state)

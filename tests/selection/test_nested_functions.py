@@ -176,4 +176,41 @@ def test_which_nested_functions_an_edit_is_confined_to(
 ) -> None:
     old, new = OUTER, OUTER.replace(*edit)
     assert new != old
-    assert confined_to_nested("f", _defs(old), _defs(new)) == confined
+    assert confined_to_nested("f", _defs(old), _defs(new)).names == confined
+
+
+DECORATOR_FACTORY = """
+def factory(kind):
+    def inner(prim):
+        def _ref(a):
+            return prim(a) * kind
+        register(kind)(_ref)
+        return _ref
+    def walk(tree):
+        return tree + 1
+    walk(kind)
+    return inner
+"""
+
+
+@pytest.mark.parametrize(
+    ("edit", "confined", "nesting"),
+    [
+        # the function the decorator returns returns: two calls away from `factory`
+        (("prim(a) * kind", "prim(a) + kind"), ("factory.<locals>.inner.<locals>._ref",), 2),
+        # the decorator it returns: it runs when that is applied
+        (("register(kind)", "register(kind, 1)"), ("factory.<locals>.inner",), 1),
+        # a helper it calls in place runs with it
+        (("tree + 1", "tree + 2"), ("factory.<locals>.walk",), 0),
+        (("walk(kind)", "walk(kind + 1)"), (), 0),  # its own code
+    ],
+)
+def test_how_deep_the_code_an_edit_confined_to_nested_functions_runs(
+    edit: tuple[str, str], confined: tuple[str, ...], nesting: int
+) -> None:
+    """What `import torch` runs of a function it calls (selection.links.startup) is its own
+    code, and the decorator it returns where that is applied: the depth tells which."""
+    found = confined_to_nested(
+        "factory", _defs(DECORATOR_FACTORY), _defs(DECORATOR_FACTORY.replace(*edit))
+    )
+    assert (found.names, found.nesting) == (confined, nesting)

@@ -34,7 +34,7 @@ from selection.links.native_calls import NativeCalls
 from selection.links.python_refs import python_ref_uses
 from selection.links.recorded_uses import recorded_uses
 from selection.links.refs_mode import MODE_TABLE
-from selection.links.registrations import inferred_op, is_registration_module
+from selection.links.registrations import is_registration_module
 from selection.links.subsystems import subsystem_of
 from selection.native_yaml import NativeYamlError, parse_entries
 from selection.opinfo_db import DbEntry
@@ -185,11 +185,10 @@ class Explorer:
         """Registrations by a registering decorator factory another module defines
         (`_make_elementwise_unary_reference`, imported into `torch/_refs/special`)."""
         found = []
-        for function, chain, how, line in summary.pending_registrations:
+        for function, chain, how, line, op in summary.pending_registrations:
             for target in self.resolver.resolve(summary, function, chain):
                 defining = self.summary(target.path) if target.kind == "function" else None
                 if defining is not None and target.name in defining.inferring_factories:
-                    op = inferred_op(summary.path, function)
                     found.append((op, function, f"{how} (aten_op inferred from the name)", line))
         return found
 

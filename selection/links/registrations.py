@@ -8,6 +8,10 @@ Decompositions, meta/fake kernels and Python dispatcher kernels are tied to the 
 - a decorator factory with an `aten_op` parameter left to its default other than None (the
   op is inferred from the function's name, as `_make_elementwise_unary_reference` does),
   unless told not to register (`should_register_decomposition=False`);
+- a factory that registers what it builds under an op it computes
+  (`register_decomposition(getattr(aten, f"{fn.__name__}_copy"))(_fn)`), called at module
+  level: `alias_copy = _make_copy_from_view(aten.alias)`, `abs_ = _make_inplace(abs)`;
+  upstream names what it builds after that op;
 - `@aten.dropout.default.py_impl(DispatchKey.Autograd)`;
 - module-level calls naming ops and functions: `register_inplace(aten.addbmm_, addbmm)`,
   `register_decomposition(aten.x)(fn)`, loops `for op in [aten.a, aten.b]: register_meta(op)(fn)`;
@@ -80,8 +84,10 @@ def _aten_ops(node: ast.AST, aliases: Collection[str]) -> list[str]:
 
 
 def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
-    """Decorator factories with an `aten_op` parameter defaulting to something other than
-    None: left unset, the op is inferred from the decorated function's name."""
+    """Factories that register what they build under an op named like it: decorator
+    factories with an `aten_op` parameter defaulting to something other than None (left
+    unset, the op is inferred from the decorated function's name), and factories that
+    register under an op they compute (`_make_inplace`: `abs_ = _make_inplace(abs)`)."""
     found: set[str] = set()
     for qualname, symbol in symbols.items():
         node = symbol.implementation
@@ -98,11 +104,28 @@ def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
             )
         )
         default = defaults.get("aten_op")
-        if default is not None and not (
-            isinstance(default, ast.Constant) and default.value is None
-        ):
+        unset = default is None or (isinstance(default, ast.Constant) and default.value is None)
+        if not unset or _registers_computed_op(node):
             found.add(qualname)
     return found
+
+
+# The registering calls a factory may make with an op it computes.
+REGISTERING_CALLS = frozenset({"register_decomposition", "register_meta", "register_op_impl"})
+
+
+def _registers_computed_op(function: ast.FunctionDef) -> bool:
+    """Does the function register what it builds under an op it computes
+    (`register_decomposition(getattr(aten, f"{fn.__name__}_copy"))(_fn)` in
+    `_make_copy_from_view`, `_make_inplace`)? Upstream names what such a factory builds
+    after that op (`alias_copy = _make_copy_from_view(aten.alias)`), as `get_aten_op` does."""
+    for sub in ast.walk(function):
+        if not isinstance(sub, ast.Call) or not sub.args:
+            continue
+        chain = chain_of(sub.func)
+        if chain and chain[-1] in REGISTERING_CALLS and not _aten_ops(sub.args[0], ()):
+            return True
+    return False
 
 
 def _opts_out(deco: ast.Call) -> bool:
@@ -153,12 +176,16 @@ def infers(deco: ast.Call) -> bool:
     return "aten_op" not in given and not _opts_out(deco)
 
 
+Pending = tuple[str, tuple[str, ...], str, int, str]  # (function, chain, how, line, op)
+
+
 def pending_factory_calls(
-    symbols: dict[str, Symbol], aliases: Collection[str]
-) -> list[tuple[str, tuple[str, ...], str, int]]:
-    """Decorators that may be a registering factory imported from another module:
-    (function, the decorator's chain, its text, line), resolved once the factory's module is
-    known (selection.links.explore: `inferring_factories` of the module it resolves to)."""
+    path: str, symbols: dict[str, Symbol], aliases: Collection[str]
+) -> list[Pending]:
+    """Decorators, and module-level `name = factory(...)` assignments, that may be a
+    registering factory imported from another module: (function, the factory's chain, the
+    text, line, the op it would register), resolved once the factory's module is known
+    (selection.links.explore: `inferring_factories` of the module it resolves to)."""
     local = _inferring_factories(symbols)
     found = []
     for qualname, symbol in symbols.items():
@@ -169,8 +196,33 @@ def pending_factory_calls(
                 continue
             chain = chain_of(deco.func)
             if chain and chain[-1] not in local:
-                found.append((qualname, chain, f"@{ast.unparse(deco)}", deco.lineno))
+                op = inferred_op(path, qualname)
+                found.append((qualname, chain, f"@{ast.unparse(deco)}", deco.lineno, op))
+    for name, call in _built_by_factories(symbols):
+        chain = chain_of(call.func)
+        if chain and chain[-1] not in local and infers(call):
+            found.append((name, chain, _built_text(name, call), call.lineno, name))
     return found
+
+
+def _built_text(name: str, call: ast.Call) -> str:
+    return f"{name} = {ast.unparse(call)}"[:120]
+
+
+def _built_by_factories(symbols: dict[str, Symbol]) -> Iterator[tuple[str, ast.Call]]:
+    """Module-level `name = factory(...)` assignments (`abs_ = _make_inplace(abs)`): what a
+    factory built, which it may register under an op named like it."""
+    for qualname, symbol in symbols.items():
+        if "." in qualname or symbol.kind != "assign":
+            continue
+        for node in symbol.runtime_nodes:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+            ):
+                yield qualname, node.value
 
 
 def inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
@@ -209,6 +261,13 @@ def registrations_in(
         for deco in (d for node in symbol.definitions for d in node.decorator_list):
             for op, how in _decorator_ops(deco, qualname, aliases, factories, path):
                 found.append((op, qualname, how, deco.lineno))
+    for name, call in _built_by_factories(symbols):
+        chain = chain_of(call.func)
+        if chain and chain[-1] in factories and infers(call):
+            # named after the op it registers what it builds for (not prefixed as
+            # `get_aten_op` prefixes a decorated function's name)
+            how = f"{_built_text(name, call)} (aten_op inferred from the name)"
+            found.append((name, name, how, call.lineno))
     module = symbols.get(MODULE_SYMBOL)
     for stmt in module.nodes if module is not None else []:
         for function, op, how in _module_level(stmt, functions, aliases):  # type: ignore[arg-type]

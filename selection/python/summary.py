@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass, field
 
 from selection.links.registrations import (
+    Pending,
     Registration,
     inferring_factories,
     is_registration_module,
@@ -88,7 +89,7 @@ class ModuleSummary:
     # registering decorator factories this module defines, and decorators that may be one
     # defined elsewhere: (function, decorator chain, text, line), resolved by the explorer
     inferring_factories: set[str] = field(default_factory=set)
-    pending_registrations: list[tuple[str, Chain, str, int]] = field(default_factory=list)
+    pending_registrations: list[Pending] = field(default_factory=list)
     # what importing the module runs (selection.python.load_time): the modules it imports,
     # and the calls and decorators of its load-time code
     load_imports: tuple[str, ...] = ()
@@ -142,7 +143,7 @@ def summarize(
         summary.registrations = registrations_in(path, symbols, summary.aten_aliases)
         _drop_registered_ops(summary, symbols)
         summary.inferring_factories = inferring_factories(symbols)
-        summary.pending_registrations = pending_factory_calls(symbols, summary.aten_aliases)
+        summary.pending_registrations = pending_factory_calls(path, symbols, summary.aten_aliases)
     return summary
 
 

@@ -445,3 +445,44 @@ def test_a_backward_formula_links_the_ops_it_calls_under_each_dispatch_key_and_s
             "AutogradNestedTensor.self: calls _nested_select_backward in its backward formula",
         ),
     ]
+
+
+BUILDING_FACTORY = '''
+
+
+def _make_traced(op):
+    """Builds `op`'s decomposition and registers it under the op it computes."""
+    name = op.__name__
+
+    def _fn(a, b):
+        return op(a, b)
+
+    register_decomposition(getattr(aten, name))(_fn)
+    return _fn
+
+
+aten = torch.ops.aten
+mul = _make_traced(aten.mul)
+'''
+
+
+def test_what_a_factory_builds_and_registers_under_a_computed_op_reaches_that_op(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """`alias_copy = _make_copy_from_view(aten.alias)`, `abs_ = _make_inplace(abs)`: the
+    factory registers what it builds under an op it computes (`getattr(aten, name)`), which
+    upstream names what it builds after; an edit of the built function's code reaches the
+    tests that trace that op."""
+    upstream = library[0]
+    upstream.reset()
+    where = "    return torch.where(a < 0, -a, a)\n"
+    upstream.edit("torch/_refs/__init__.py", where, where + BUILDING_FACTORY)
+    base = upstream.commit("a factory building mul's decomposition")
+    upstream.edit("torch/_refs/__init__.py", "return op(a, b)", "return op(b, a)")
+    head = upstream.commit("the built decomposition swaps its arguments")
+    state = select_from(upstream, library[1], base, head, tmp_path)
+    assert {c.instance.op for c in state.candidates.values()} == {"mul"}
+    assert any(
+        "mul = _make_traced(aten.mul) (aten_op inferred from the name)" in s
+        for s in map_evidence(state)
+    )

@@ -175,16 +175,21 @@ def apply_diff(
 
 
 def _refuse_extra_prefix(tree: git.Tree, base: Revision, diff_file: Path, path: str) -> None:
-    """A path the base lacks whose tail after its first directory the base has
-    (`a/torch/x.py` for torch/x.py): the diff carries one prefix too many, as `git diff
-    --no-index a b` of two copies writes (`--- a/a/torch/x.py`). Left to widen, it would
-    select every test for what is an ordinary edit."""
-    _, _, rest = path.partition("/")
-    if rest and _in_tree(tree, rest):
-        raise BadInput(
-            f"--diff {diff_file}: {path} is not in {base.label}, but {rest} is: its paths "
-            "carry one prefix too many (write them as git diff does: a/torch/..., b/torch/...)"
-        )
+    """A path the base lacks whose tail after one or more leading directories the base has
+    (`a/torch/x.py` for torch/x.py, as `git diff --no-index a b` of two copies writes;
+    `lib/python3.11/site-packages/torch/x.py`, a diff of the installed file): the diff
+    carries a prefix too many. Left to widen, it would select every test for what is an
+    ordinary edit."""
+    parts = path.split("/")
+    for cut in range(1, len(parts)):
+        prefix, rest = "/".join(parts[:cut]) + "/", "/".join(parts[cut:])
+        # past the first directory, a bare file name (`setup.py`) says too little
+        if (cut == 1 or "/" in rest) and _in_tree(tree, rest):
+            raise BadInput(
+                f"--diff {diff_file}: {path} is not in {base.label}, but {rest} is: its paths "
+                f"carry the prefix {prefix} too many (write them as git diff does: "
+                "a/torch/..., b/torch/...)"
+            )
 
 
 def _patched_paths(patch: str) -> list[str]:

@@ -628,7 +628,19 @@ def test_a_diff_with_one_path_prefix_too_many_says_so_on_one_line(
     path = "torch/nn/functional.py"
     line = _refused_relu_edit(upstream, manifest, tmp_path, f"a/a/{path}", f"b/b/{path}")
     assert f"a/{path} is not in {upstream.base}, but {path} is" in line
-    assert "one prefix too many" in line
+    assert "carry the prefix a/ too many" in line
+
+
+def test_a_diff_of_the_installed_file_says_which_prefix_to_drop(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Diffing the installed copy writes `lib/python3.11/site-packages/torch/...`: exit 2
+    naming the prefix, not a blind spot that widens to every test."""
+    path = "torch/nn/functional.py"
+    site = "lib/python3.11/site-packages/"
+    line = _refused_relu_edit(upstream, manifest, tmp_path, f"a/{site}{path}", f"b/{site}{path}")
+    assert f"{site}{path} is not in {upstream.base}, but {path} is" in line
+    assert f"carry the prefix {site} too many" in line
 
 
 def _mirror_shaped(upstream: UpstreamRepo, tmp_path: Path) -> git.Repo:

@@ -26,7 +26,8 @@ def formula_calls(entry: dict[str, Any]) -> list[tuple[str, str, int | None]]:
     entry's formulas.
 
     Formulas may sit under `dispatch: {Default: {...}, AutogradNestedTensor: {...}}`: each
-    dispatch key's formulas count (field named `<key>.<input>`). A call to `foo_symint` is
+    dispatch key's formulas count (field named `<key>.<input>`), but a nested tensor's
+    (`OTHER_LAYOUT_KEYS`: no reused test builds one). A call to `foo_symint` is
     a call to the op `foo` (the SymInt overload the C++ API exposes under that name; not
     `foo_out`, whose C++ form takes `out` first, so schema positions would not apply). The
     arguments count the receiver of a method call (`grad.slice_symint(dim, start, end,
@@ -70,12 +71,17 @@ def _arguments_passed(formula: str, start: int) -> int | None:
     return None
 
 
+# Dispatch keys whose formulas run only on another kind of tensor: a nested tensor's
+# backward (`AutogradNestedTensor`), which no reused test's samples build.
+OTHER_LAYOUT_KEYS = frozenset({"AutogradNestedTensor"})
+
+
 def _formulas(entry: dict[str, Any]) -> list[tuple[str, str]]:
     formulas: list[tuple[str, str]] = []
     for field, value in entry.items():
         if field == "dispatch" and isinstance(value, dict):
             for key, nested in value.items():
-                if isinstance(nested, dict):
+                if isinstance(nested, dict) and key not in OTHER_LAYOUT_KEYS:
                     formulas.extend(
                         (f"{key}.{name}", text)
                         for name, text in nested.items()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -74,11 +74,12 @@ class Step:
     # The use constructs or calls a class, so that its methods may run on the instance: the
     # edges into the class and into each of those methods carry it (calls.uses_of).
     constructs: bool = False
-    # How a Python use runs the target (selection.python.summary.Use): whether it calls it
-    # there (a call or a decorator; not a function passed or stored, run later if at all),
-    # inside how many function bodies nested in the user's own (0: whenever the user runs),
-    # and whether what the call returns is called there too. An edge standing for several
-    # uses keeps any call, the least nesting and any application (LinkGraph.add).
+    # How the one Python use the step was read from runs the target (selection.python.
+    # summary.Use): whether it calls it there (a call or a decorator; not a function passed
+    # or stored), inside how many function bodies nested in the user's own (0: whenever the
+    # user runs), and whether what the call returns is called there too. A graph edge keeps
+    # its first use's; what `import torch` runs is read use by use
+    # (Explorer.function_uses, selection.links.startup).
     called: bool = False
     nesting: int = 0
     applied: bool = False
@@ -91,19 +92,6 @@ class Step:
 def fewest_arguments(first: int | None, second: int | None) -> int | None:
     """What two calls that one hop stands for pass at least: the fewer, unknown if either is."""
     return None if first is None or second is None else min(first, second)
-
-
-def merged_step(first: Step, second: Step) -> Step:
-    """One hop standing for two uses: the first's evidence, with what holds of either (the
-    fewest arguments passed, a call by either, the least nesting, an application by
-    either)."""
-    return replace(
-        first,
-        arguments=fewest_arguments(first.arguments, second.arguments),
-        called=first.called or second.called,
-        nesting=min(first.nesting, second.nesting),
-        applied=first.applied or second.applied,
-    )
 
 
 @dataclass(frozen=True)

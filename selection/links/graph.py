@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from selection.links.base import Link, Step, Target, merged_step
+from selection.links.base import Link, Step, Target, fewest_arguments
 
 ROOT_KINDS = ("entry", "template")
 
@@ -108,20 +108,19 @@ class LinkGraph:
         self._closures: dict[str, tuple[list[Target], dict[Target, int]]] = {}
 
     def add(self, user: Target, used: Target, kind: str, step: Step) -> None:
-        """One edge per (user, used, kind): the first step found is its evidence, with what
-        holds of all the uses it stands for (`merged_step`): the fewest arguments any call
-        passes (an edge from a backward formula and one from the C++ helper it calls are
-        one edge; the step's text then names the first call, its count may be another's),
-        the least nesting, any application."""
+        """One edge per (user, used, kind): the first step found is its evidence, with the
+        fewest arguments any of the calls it stands for passes (`Step.arguments`: an edge
+        from a backward formula and one from the C++ helper it calls are one edge; the
+        step's text then names the first call, its count may be another's)."""
         user, used = node_of(user), node_of(used)
         if user == used:
             return
         key = (user, used, kind)
         known = self._seen.get(key)
         if known is not None:
-            merged = merged_step(known.step, step)
-            if merged != known.step:
-                self._replace(known, Edge(user, used, kind, merged))
+            fewest = fewest_arguments(known.step.arguments, step.arguments)
+            if fewest != known.step.arguments:
+                self._replace(known, Edge(user, used, kind, replace(known.step, arguments=fewest)))
             return
         edge = self._seen[key] = Edge(user, used, kind, step)
         self.users.setdefault(used, []).append(edge)

@@ -4,8 +4,10 @@ A function's nested definitions run when they are called, not where they are def
 factory's `_fn` runs when the function it returns is called (at test time), so what `_fn`
 calls is one level deeper than what the factory calls (summary.Use.nesting). A nested
 function the body calls itself (`helper(tree, leaves)`), or hands to a plain call as a
-callback (`tree_map_(register, op)`), runs in place. One that is only returned, decorated,
-or handed to a decorator's application (`register_decomposition(op)(_ref)`) does not.
+callback (`tree_map_(register, op)`), or puts on a definition as a decorator, runs in
+place; so does the constructor of a class the body defines and constructs. One that is only
+returned, decorated, or handed to a decorator's application (`register_decomposition(op)(_ref)`)
+does not.
 """
 
 from __future__ import annotations
@@ -16,14 +18,22 @@ from collections.abc import Iterator, Sequence
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+# What constructing a class runs of its methods (a local class the code constructs runs
+# them in place: selection.python.summary).
+CONSTRUCTORS = frozenset({"__new__", "__init__", "__post_init__"})
+
+
 def runs_in_place(body: Sequence[ast.AST]) -> frozenset[str]:
-    """The names of the functions defined in `body` (in its blocks too, not in functions
-    nested deeper) that it calls or passes to a plain call."""
+    """The names of the functions and classes defined in `body` (in its blocks too, not in
+    functions nested deeper) that it calls or passes to a plain call (a class called is
+    constructed)."""
     defined: set[str] = set()
     found: set[str] = set()
     for node in _walk_own(body):
-        if isinstance(node, FUNCTION_DEFS):
+        if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
             defined.add(node.name)
+            # `@deco` on a definition here calls deco here
+            found.update(d.id for d in node.decorator_list if isinstance(d, ast.Name))
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name):
                 found.add(node.func.id)
@@ -44,12 +54,26 @@ def _arguments(call: ast.Call) -> Iterator[ast.expr]:
 
 
 def _walk_own(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
-    """The body's nodes, without entering the functions and lambdas it defines (a function
-    definition itself is yielded; its decorators and defaults run here but call nothing
-    defined inside)."""
+    """What runs where `body` runs: its nodes, the functions and classes it defines (each
+    yielded, with its decorators and defaults, which run here; a class's body, which runs
+    here too, but not its methods' bodies), never entering a function's or lambda's body."""
     stack = list(body)
     while stack:
         node = stack.pop()
         yield node
-        if not isinstance(node, (*FUNCTION_DEFS, ast.Lambda)):
+        if isinstance(node, FUNCTION_DEFS):
+            stack.extend(_decorators_and_defaults(node))
+        elif isinstance(node, ast.ClassDef):
+            stack.extend([*node.decorator_list, *node.bases, *node.keywords])
+            for stmt in node.body:
+                if isinstance(stmt, FUNCTION_DEFS):  # a method: not callable by its name
+                    stack.extend(_decorators_and_defaults(stmt))
+                else:
+                    stack.append(stmt)
+        elif not isinstance(node, ast.Lambda):
             stack.extend(ast.iter_child_nodes(node))
+
+
+def _decorators_and_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    defaults = [d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None]
+    return [*node.decorator_list, *defaults]

@@ -29,7 +29,7 @@ from selection.python.chains import Chain, aten_in_chain, chain_of, last_name
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
-from selection.python.nesting import is_plain_call, runs_in_place
+from selection.python.nesting import CONSTRUCTORS, is_plain_call, runs_in_place
 from selection.python.operators import Mappings, Operators
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
@@ -249,32 +249,41 @@ class _UseCollector:
         self.tests = tests
         self.uses: list[Use] = []
         self.device_uses: list[Use] = []
-        self._nesting = 0
-        self._applied: set[int] = set()  # the calls whose result is called (Use.applied)
-        self._in_place: list[frozenset[str]] = []  # per function body entered: runs_in_place
+        self._nesting = 0  # inside how many nested function bodies (Use.nesting)
+        self._in_place: list[frozenset[str]] = []  # per body entered: runs_in_place
+        self._at_root = False  # the symbol's own def comes next: its body is nesting 0
 
     def collect(self, node: ast.AST, how: str = "reference") -> None:
-        # a function's own body is nesting 0 (_definition counts each def it enters)
-        self._nesting = -1 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else 0
         # decorators kept: a wrapper named for another device still runs on ours
         if not has_other_device_code(node, self.tests, decorators=False):
+            self._start(node)
             self._visit(node, how)
             return
         kept = len(self.uses)
         for item in for_us([node], self.tests, decorators=False):
+            self._start(item)
             self._visit(item, how)
-        for guard in _guards(node):
+        for guard, nesting in _guards(node):
+            self._nesting = nesting
             self._visit(guard, "reference")  # `if can_fuse(x) and x.is_cuda:` runs here
-        ours = set(self.uses[kept:])
+        ours = {(u.chain, u.how, u.line) for u in self.uses[kept:]}
         everything = _UseCollector(self.tests)
-        everything._nesting = self._nesting
+        everything._start(node)
         everything._visit(node, how)
-        self.device_uses.extend(u for u in everything.uses if u not in ours)
+        self.device_uses.extend(u for u in everything.uses if (u.chain, u.how, u.line) not in ours)
+
+    def _start(self, node: ast.AST) -> None:
+        """Before the symbol's code: a def's body is its own code (nesting 0); the
+        statements of module-level code are, and run in place what they define."""
+        self._nesting = 0
+        self._at_root = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        self._in_place = [] if self._at_root else [runs_in_place([node])]
 
     def _use(self, chain: Chain, how: str, line: int, applied: bool = False) -> None:
-        self.uses.append(Use(chain, how, line, max(self._nesting, 0), applied))
+        self.uses.append(Use(chain, how, line, self._nesting, applied))
 
     def _visit(self, node: ast.AST, how: str, applied: bool = False) -> None:
+        """`applied`: what `node` (a call, or what a call calls) returns is called there."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self._definition(node)
             return
@@ -293,10 +302,11 @@ class _UseCollector:
                 # on a receiver that is no name, linked by its name alone (calls.uses_of)
                 self._use((UNNAMED, node.attr), how, node.lineno, applied)
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Call):
-                self._applied.add(id(node.func))  # `factory(arg)(fn)`
-            # `@factory(arg)` on a definition: what it returns is applied there
-            self._visit(node.func, "call", id(node) in self._applied or how == "decorator")
+            # `@factory(arg)` on a definition: what the call returns is applied there;
+            # `factory(arg)(fn)`: what the inner call returns is called by the outer one
+            result_called = applied or how == "decorator"
+            inner = isinstance(node.func, ast.Call)
+            self._visit(node.func, "call", True if inner else result_called)
             if is_plain_call(node):
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(arg, ast.Lambda):  # a callback: it may run in place
@@ -349,15 +359,20 @@ class _UseCollector:
             self._visit(child, "reference")
 
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        root, self._at_root = self._at_root, False
         for deco in node.decorator_list:
             self._visit(deco, "decorator")
+        in_place = root or (bool(self._in_place) and node.name in self._in_place[-1])
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 self._visit(base, "base")
-            for stmt in node.body:  # a class body runs where the class is defined
+            # a class body runs where the class is defined; its methods when called, but
+            # the constructor of a class the code around constructs runs in place
+            self._in_place.append(CONSTRUCTORS if in_place and not root else frozenset())
+            for stmt in node.body:
                 self._visit(stmt, "reference")
+            self._in_place.pop()
             return
-        in_place = bool(self._in_place) and node.name in self._in_place[-1]
         self._nested(node.args, node.body, deeper=not in_place)
 
     def _nested(
@@ -411,16 +426,30 @@ def _is_type_name(node: ast.expr) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute)) and bool(chain_of(node))
 
 
-def _guards(node: ast.AST) -> list[ast.expr]:
+def _guards(node: ast.AST) -> list[tuple[ast.expr, int]]:
     """The conditions for_us may drop along with the code they guard: the tests of `if`s and
-    conditional expressions, and the values of assignments (a name later used as a guard).
-    They are evaluated on every device, so what they call is a use here."""
-    found: list[ast.expr] = []
-    for sub in ast.walk(node):
+    conditional expressions, and the values of assignments (a name later used as a guard),
+    each with its nesting (Use.nesting). They are evaluated on every device, so what they
+    call is a use here."""
+    found: list[tuple[ast.expr, int]] = []
+
+    def visit(sub: ast.AST, nesting: int, in_place: frozenset[str]) -> None:
         if isinstance(sub, (ast.If, ast.IfExp)):
-            found.append(sub.test)
+            found.append((sub.test, nesting))
         elif isinstance(sub, ast.Assign):
-            found.append(sub.value)
+            found.append((sub.value, nesting))
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            body = sub.body if isinstance(sub.body, list) else [sub.body]
+            named = getattr(sub, "name", None)
+            deeper = 0 if sub is node or named in in_place else 1
+            for child in ast.iter_child_nodes(sub):
+                inside = child in body
+                visit(child, nesting + deeper if inside else nesting, runs_in_place(body))
+            return
+        for child in ast.iter_child_nodes(sub):
+            visit(child, nesting, in_place)
+
+    visit(node, 0, runs_in_place([node]))
     return found
 
 

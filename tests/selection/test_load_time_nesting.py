@@ -16,8 +16,14 @@ from tests.support.upstream_library import DECOMP_INIT
 from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
 
 DECOMPOSITIONS = "torch/_decomp/decompositions.py"
+TENSOR = "torch/_tensor.py"
+TENSOR_TEXT = """class Tensor:
+    def split(self, split_size, dim=0):
+        return [self]
+"""
 
-TORCH_INIT = """from torch._decomp import decompositions
+TORCH_INIT = """from torch import _tensor
+from torch._decomp import decompositions
 """
 
 DECOMPOSITIONS_TEXT = """import torch
@@ -41,10 +47,55 @@ def _walk(ops):
     return [visit(op) for op in ops]
 
 
+def _registered_now(op):
+    return op
+
+
+def _apply_later(op):
+    def inner(fn):
+        _registered_now(op)
+        return fn
+
+    return inner
+
+
+def _called_by_call():
+    return 1
+
+
+class wrapping:
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __call__(self, fn):
+        _called_by_call()
+        return fn
+
+    def describe(self):
+        return _described()
+
+
+def _described():
+    return "wrapping"
+
+
+def _names(text):
+    return text.split(",")
+
+
+def _lazy_only():
+    return 0
+
+
+handlers = {"lazy": lambda: _lazy_only()}
+
+
 def registering(op):
     def wrapper(fn):
         _checked(op)
         _walk([op])
+        _names("a,b")
+        _apply_later(op)(fn)
         return register_decomposition(op)(fn)
 
     return wrapper
@@ -62,6 +113,7 @@ def make_twice(fn):
 
 
 @registering(aten.mul.Tensor)
+@wrapping("twice")
 @make_twice
 def mul(a, b):
     return a * b
@@ -78,6 +130,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     repo.write("torch/__init__.py", TORCH_INIT)
     repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
     repo.write(DECOMPOSITIONS, DECOMPOSITIONS_TEXT)
+    repo.write(TENSOR, TENSOR_TEXT)
     repo.base = repo.commit("decorator factories and helpers a module `import torch` runs uses")
     return repo
 
@@ -103,6 +156,12 @@ def _import_causes(state: PipelineState) -> set[str]:
                      "_checked", id="called-by-the-decorator-a-factory-returns"),
         pytest.param("def _leaf(op):\n    return op", "def _leaf(op):\n    return [op]",
                      "_leaf", id="called-by-a-nested-helper-its-caller-calls"),
+        pytest.param("def _registered_now(op):\n    return op",
+                     "def _registered_now(op):\n    return [op]", "_registered_now",
+                     id="called-by-the-decorator-a-factory-called-mid-way-returns"),
+        pytest.param("def _called_by_call():\n    return 1",
+                     "def _called_by_call():\n    return 2", "_called_by_call",
+                     id="called-by-__call__-of-a-class-instance-applied-as-a-decorator"),
     ],
 )  # fmt: skip
 def test_code_a_decorator_runs_where_it_is_applied_runs_on_import(
@@ -149,3 +208,24 @@ def test_an_edit_inside_a_function_a_load_time_function_defines_runs_where_that_
     they define runs then only if that function is called then."""
     state = select_head(upstream, manifest, upstream.change(DECOMPOSITIONS, old, new), tmp_path)
     assert bool(_import_causes(state)) == on_import, _import_causes(state)
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new"),
+    [
+        # a method of a class constructed on import other than its constructor/__call__
+        pytest.param(DECOMPOSITIONS, 'return "wrapping"', 'return "wrapped"',
+                     id="another-method-of-a-class-constructed-on-import"),
+        # a lambda a module-level statement stores, not calls
+        pytest.param(DECOMPOSITIONS, "def _lazy_only():\n    return 0",
+                     "def _lazy_only():\n    return 1", id="called-by-a-stored-lambda"),
+        # `text.split(",")` on import is linked to Tensor.split by name only
+        pytest.param(TENSOR, "return [self]", "return [self, self]",
+                     id="a-tensor-method-named-like-a-string-method-called-on-import"),
+    ],
+)  # fmt: skip
+def test_what_load_time_code_only_stores_or_names_does_not_run_on_import(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, path: str, old: str, new: str
+) -> None:
+    state = select_head(upstream, manifest, upstream.change(path, old, new), tmp_path)
+    assert not _import_causes(state)

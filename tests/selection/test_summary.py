@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from selection.python.names import ModuleNames
-from selection.python.summary import Use, summarize
+from selection.python.summary import Use, _UseCollector, summarize
 
 SOURCE = """
 import builtins
@@ -170,3 +170,97 @@ def test_a_use_knows_the_nested_body_it_sits_in_and_whether_its_result_is_applie
     assert on_load["factory"] == ("call", True)
     assert on_load["plain"] == ("decorator", False)
     assert on_load["make"] == ("call", False)
+
+
+SHAPES = """
+def blocks(flag):
+    if flag:
+        def helper():
+            in_block()
+    helper()
+    try:
+        def run():
+            in_try()
+    finally:
+        pass
+    run()
+
+
+def decorating():
+    def deco(fn):
+        by_decorator()
+        return fn
+
+    @deco
+    def g():
+        in_decorated()
+
+
+def constructing():
+    class K:
+        def __init__(self):
+            in_init()
+
+        def run(self):
+            in_method()
+
+    K()
+
+
+def defaults(cb=lambda: in_default_lambda()):
+    return cb
+
+
+def guarded(x):
+    def _fn(y):
+        if check(y) and y.device.type == "cuda":
+            return y
+        return y
+
+    return _fn
+
+
+for name in ("a", "b"):
+    def _make():
+        in_loop()
+
+    _make()
+"""
+
+
+def test_what_runs_in_place_whatever_block_or_shape_it_is_defined_in() -> None:
+    """The shapes a maintainer found the first rules missed: a helper defined in an `if` or
+    `try` and called after it, a nested function used as a decorator, the constructor of a
+    class a function defines and constructs, a module-level loop that defines and calls a
+    function; and what does not run: a lambda default, a method other than the
+    constructor, a guard inside the function a factory returns."""
+    path = "torch/shapes.py"
+    summary = summarize(path, ast.parse(SHAPES), SHAPES, ModuleNames([path]))
+    nesting = {
+        ".".join(u.chain): u.nesting
+        for qualname in ("blocks", "decorating", "constructing", "defaults", "guarded")
+        for u in summary.uses[qualname]
+    }
+    assert nesting["in_block"] == nesting["in_try"] == 0
+    assert nesting["by_decorator"] == 0 and nesting["in_decorated"] == 1
+    assert nesting["in_init"] == 0 and nesting["in_method"] == 1
+    assert nesting["in_default_lambda"] == 1
+    assert nesting["check"] == 1  # a guard of another device's branch, inside `_fn`
+    on_load = {".".join(u.chain): u.nesting for u in summary.load_uses}
+    assert on_load["in_loop"] == 0
+
+
+def test_an_applied_call_is_told_by_its_shape_alone() -> None:
+    """Whether a call's result is called is read from the code's shape: over many
+    module-level statements read from copies (each has another device's branch), exactly
+    the applied calls are (object identities once decided it, and a freed copy's were
+    reused: the flag came out set on plain calls)."""
+    branch = "if x.device.type == 'cuda':\n    cuda_only()\nelse:\n"
+    source = "".join(f"{branch}    y{i} = f{i}(1)(g)\n" for i in range(200))
+    source += "".join(f"{branch}    z{i} = h{i}(1)\n" for i in range(2000))
+    collector = _UseCollector(tests=False)  # as summarize reads the load-time code
+    for node in ast.parse(source).body:
+        collector.collect(node)
+    applied = {".".join(u.chain): u.applied for u in collector.uses}
+    assert all(applied[f"f{i}"] for i in range(200))
+    assert not any(applied[f"h{i}"] for i in range(2000))

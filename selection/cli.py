@@ -424,7 +424,7 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
             f"[yellow]… and {len(hidden)} more blind spots[/]{covered}: "
             "listed in report.md, 'Blind spots'"
         )
-    _largest_causes(console, state.groups)
+    _largest_causes(console, state.groups, state.request.widen)
     reasons = state.mapped.no_effect if state.mapped is not None else []
     no_effect = len(reasons)
     if not selected and no_effect:
@@ -454,9 +454,10 @@ CAUSE_WIDTH = 160
 _LINK_COUNT = re.compile(r"^(.*? -> \d+ links?)")
 
 
-def _largest_causes(console: Console, groups: list[Any]) -> None:
+def _largest_causes(console: Console, groups: list[Any], widen: str) -> None:
     """The causes that select the most tests, so that the console says why, not only how
-    many (report.md, 'Biggest causes', lists more)."""
+    many (report.md, 'Biggest causes', lists more); where one is a canary, what to do for
+    all it may reach."""
     largest = sorted(groups, key=lambda g: -len(g.node_ids))[:SHOWN_CAUSES]
     if not largest:
         return
@@ -468,6 +469,12 @@ def _largest_causes(console: Console, groups: list[Any]) -> None:
         if len(text) > CAUSE_WIDTH:
             text = text[: CAUSE_WIDTH - 1] + "…"
         console.print(f"  {len(group.node_ids)} tests: {text}", highlight=False)
+    if widen != "full" and any(g.cause.kind == "canary" for g in largest):
+        console.print(
+            "  (a canary runs a stratified sample of what its change may reach: "
+            "--widen full runs all of it)",
+            highlight=False,
+        )
 
 
 def register(group: click.Group) -> None:

@@ -82,6 +82,14 @@ def test_the_console_names_the_largest_causes(
     shown = " ".join(result.stderr.split())
     assert "largest causes (more in report.md, 'Biggest causes'):" in shown
     assert f"{biggest['size']} tests: {biggest['cause'].split(': ')[0]}" in shown
+    # a canary among them: the console says how to run all it may reach
+    assert biggest["kind"] == "canary"
+    assert "--widen full runs all of it" in shown
+    full = CliRunner().invoke(
+        cli, [*args, "--widen", "full", *range_args(upstream, canary_head, manifest, out)]
+    )
+    assert full.exit_code == EXIT_SELECTED
+    assert "--widen full runs all of it" not in " ".join(full.stderr.split())
 
 
 def test_a_map_from_the_cache_is_named_by_its_file_and_recording_date(

@@ -20,9 +20,15 @@ import pytest
 from selection import model
 from selection.python.load_time import imported_modules, load_time_nodes
 from selection.state import PipelineState
-from tests.support.observed_runs import linked_ops, manifest_file, select_head
+from tests.support.observed_runs import (
+    import_causes,
+    linked_ops,
+    manifest_file,
+    select_head,
+    upstream_writing,
+)
 from tests.support.upstream_library import DECOMP_INIT
-from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
+from tests.support.upstream_repo import MANIFEST, UpstreamRepo
 
 META = "torch/_meta_registrations.py"
 LAZY = "torch/_lazy_tables.py"
@@ -98,28 +104,19 @@ TABLE = _build()
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
-    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
-    repo.reset()
-    repo.write("torch/__init__.py", TORCH_INIT)
-    repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
-    repo.write(META, META_TEXT)
-    repo.write(LAZY, LAZY_TEXT)
-    repo.base = repo.commit("a module `import torch` runs, and one it imports lazily")
-    return repo
+    files = {
+        "torch/__init__.py": TORCH_INIT,
+        "torch/_decomp/__init__.py": DECOMP_INIT,
+        META: META_TEXT,
+        LAZY: LAZY_TEXT,
+    }
+    message = "a module `import torch` runs, and one it imports lazily"
+    return upstream_writing(tmp_path_factory.mktemp("upstream"), files, message)
 
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return manifest_file(tmp_path_factory.mktemp("manifests"), MANIFEST)
-
-
-def _import_causes(state: PipelineState) -> set[str]:
-    return {
-        cause.summary
-        for c in state.candidates.values()
-        for cause in c.causes
-        if "import torch" in cause.summary
-    }
 
 
 def _pairs(instances: Iterable[model.TestInstance]) -> set[tuple[str | None, str | None]]:
@@ -132,7 +129,7 @@ def _every_pair_runs(
     """Select the edit of META; its cause names `cause`, and every reused (op, dtype) pair
     has a selected test."""
     state = select_head(upstream, manifest, upstream.change(META, old, new), tmp_path)
-    assert any(cause in c for c in _import_causes(state)), _import_causes(state)
+    assert any(cause in c for c in import_causes(state)), import_causes(state)
     assert _pairs(state.reused) <= _pairs(c.instance for c in state.candidates.values())
     assert not [b for b in state.blind_spots if "linked to no reused test" in b]  # covered
     return state
@@ -217,14 +214,14 @@ def test_a_registered_kernels_body_or_a_plain_value_does_not_run_at_import(
     what reads it; a method other than the constructor of a class called at import runs
     where the instance is used: all are linked as usual."""
     head = upstream.change(META, "_registered = {}", "_registered = {'aten.neg': None}")
-    assert not _import_causes(select_head(upstream, manifest, head, tmp_path / "value"))
+    assert not import_causes(select_head(upstream, manifest, head, tmp_path / "value"))
     head = upstream.change(
         META, "def meta_abs(x):\n    return x", "def meta_abs(x):\n    return -x"
     )
-    assert not _import_causes(select_head(upstream, manifest, head, tmp_path))
+    assert not import_causes(select_head(upstream, manifest, head, tmp_path))
     # of a class called at import, only the constructor runs there
     head = upstream.change(META, "return self.table.get(op)", "return self.table.get(op, 0)")
-    assert not _import_causes(select_head(upstream, manifest, head, tmp_path / "method"))
+    assert not import_causes(select_head(upstream, manifest, head, tmp_path / "method"))
 
 
 def test_a_module_imported_only_lazily_is_not_run_by_import_torch(
@@ -232,7 +229,7 @@ def test_a_module_imported_only_lazily_is_not_run_by_import_torch(
 ) -> None:
     head = upstream.change(LAZY, 'return {"abs": 1}', 'return {"abs": 2}')
     state = select_head(upstream, manifest, head, tmp_path)
-    assert not _import_causes(state)
+    assert not import_causes(state)
     assert not linked_ops(state)
     # what nothing reaches stays a blind spot with its canary, named as such
     assert any("_build modified: linked to no reused test" in b for b in state.blind_spots)

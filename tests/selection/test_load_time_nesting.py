@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from selection.state import PipelineState
-from tests.support.observed_runs import manifest_file, select_head
+from tests.support.observed_runs import (
+    import_causes,
+    manifest_file,
+    select_head,
+    upstream_writing,
+)
 from tests.support.upstream_library import DECOMP_INIT
-from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
+from tests.support.upstream_repo import MANIFEST, UpstreamRepo
 
 DECOMPOSITIONS = "torch/_decomp/decompositions.py"
 TENSOR = "torch/_tensor.py"
@@ -125,28 +129,19 @@ quadruple = make_twice(mul)
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
-    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
-    repo.reset()
-    repo.write("torch/__init__.py", TORCH_INIT)
-    repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
-    repo.write(DECOMPOSITIONS, DECOMPOSITIONS_TEXT)
-    repo.write(TENSOR, TENSOR_TEXT)
-    repo.base = repo.commit("decorator factories and helpers a module `import torch` runs uses")
-    return repo
+    files = {
+        "torch/__init__.py": TORCH_INIT,
+        "torch/_decomp/__init__.py": DECOMP_INIT,
+        DECOMPOSITIONS: DECOMPOSITIONS_TEXT,
+        TENSOR: TENSOR_TEXT,
+    }
+    message = "decorator factories and helpers a module `import torch` runs uses"
+    return upstream_writing(tmp_path_factory.mktemp("upstream"), files, message)
 
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return manifest_file(tmp_path_factory.mktemp("manifests"), MANIFEST)
-
-
-def _import_causes(state: PipelineState) -> set[str]:
-    return {
-        cause.summary
-        for c in state.candidates.values()
-        for cause in c.causes
-        if "import torch" in cause.summary
-    }
 
 
 @pytest.mark.parametrize(
@@ -169,8 +164,8 @@ def test_code_a_decorator_runs_where_it_is_applied_runs_on_import(
 ) -> None:
     state = select_head(upstream, manifest, upstream.change(DECOMPOSITIONS, old, new), tmp_path)
     assert f"{DECOMPOSITIONS}: {name} modified: runs while `import torch` runs" in (
-        " ".join(_import_causes(state))
-    ), _import_causes(state)
+        " ".join(import_causes(state))
+    ), import_causes(state)
 
 
 def test_code_only_the_function_a_factory_returns_calls_runs_in_tests_not_on_import(
@@ -182,7 +177,7 @@ def test_code_only_the_function_a_factory_returns_calls_runs_in_tests_not_on_imp
     its decomposition runs in none)."""
     head = upstream.change(DECOMPOSITIONS, "return x * 2", "return x * 3")
     state = select_head(upstream, manifest, head, tmp_path)
-    assert not _import_causes(state)
+    assert not import_causes(state)
     assert not state.candidates
     assert state.mapped is not None
     assert state.mapped.no_effect == [
@@ -207,7 +202,7 @@ def test_an_edit_inside_a_function_a_load_time_function_defines_runs_where_that_
     """`registering` and `make_twice` both run on import; an edit confined to a function
     they define runs then only if that function is called then."""
     state = select_head(upstream, manifest, upstream.change(DECOMPOSITIONS, old, new), tmp_path)
-    assert bool(_import_causes(state)) == on_import, _import_causes(state)
+    assert bool(import_causes(state)) == on_import, import_causes(state)
 
 
 @pytest.mark.parametrize(
@@ -228,4 +223,4 @@ def test_what_load_time_code_only_stores_or_names_does_not_run_on_import(
     upstream: UpstreamRepo, manifest: Path, tmp_path: Path, path: str, old: str, new: str
 ) -> None:
     state = select_head(upstream, manifest, upstream.change(path, old, new), tmp_path)
-    assert not _import_causes(state)
+    assert not import_causes(state)

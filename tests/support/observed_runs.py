@@ -87,6 +87,27 @@ def upstream_replacing(
     return repo
 
 
+def upstream_writing(root: Path, files: dict[str, str], message: str) -> UpstreamRepo:
+    """The base upstream repository with `files` (path -> text) written, committed as the
+    new base."""
+    repo = build_upstream(root / "pytorch")
+    repo.reset()
+    for path, text in files.items():
+        repo.write(path, text)
+    repo.base = repo.commit(message)
+    return repo
+
+
+def import_causes(state: PipelineState) -> set[str]:
+    """The causes of selected tests that say the change runs while `import torch` runs."""
+    return {
+        cause.summary
+        for c in state.candidates.values()
+        for cause in c.causes
+        if "import torch" in cause.summary
+    }
+
+
 def manifest_file(root: Path, text: str = MANIFEST) -> Path:
     """A manifest file (the upstream repository's by default) under `root`."""
     path = root / "manifest.yaml"

@@ -256,11 +256,11 @@ def test_an_applied_call_is_told_by_its_shape_alone() -> None:
     the applied calls are (object identities once decided it, and a freed copy's were
     reused: the flag came out set on plain calls)."""
     branch = "if x.device.type == 'cuda':\n    cuda_only()\nelse:\n"
-    source = "".join(f"{branch}    y{i} = f{i}(1)(g)\n" for i in range(200))
-    source += "".join(f"{branch}    z{i} = h{i}(1)\n" for i in range(2000))
+    statements = [f"{branch}    y{i} = f{i}(1)(g)\n" for i in range(200)]
+    statements += [f"{branch}    z{i} = h{i}(1)\n" for i in range(2000)]
     collector = _UseCollector(tests=False)  # as summarize reads the load-time code
-    for node in ast.parse(source).body:
-        collector.collect(node)
+    for statement in statements:  # each tree freed after use, as its copies are
+        collector.collect(ast.parse(statement).body[0])
     applied = {".".join(u.chain): u.applied for u in collector.uses}
     assert all(applied[f"f{i}"] for i in range(200))
     assert not any(applied[f"h{i}"] for i in range(2000))

@@ -8,7 +8,7 @@ Decompositions, meta/fake kernels and Python dispatcher kernels are tied to the 
 - a decorator factory with an `aten_op` parameter left to its default other than None (the
   op is inferred from the function's name, as `_make_elementwise_unary_reference` does),
   unless told not to register (`should_register_decomposition=False`);
-- a factory that registers what it builds under an op it computes
+- a factory that registers what it builds under an op it computes from a name
   (`register_decomposition(getattr(aten, f"{fn.__name__}_copy"))(_fn)`), called at module
   level: `alias_copy = _make_copy_from_view(aten.alias)`, `abs_ = _make_inplace(abs)`;
   upstream names what it builds after that op;
@@ -83,7 +83,7 @@ def _aten_ops(node: ast.AST, aliases: Collection[str]) -> list[str]:
     return found
 
 
-def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
+def _inferring_factories(symbols: dict[str, Symbol], aliases: Collection[str]) -> set[str]:
     """Factories that register what they build under an op named like it: decorator
     factories with an `aten_op` parameter defaulting to something other than None (left
     unset, the op is inferred from the decorated function's name), and factories that
@@ -105,7 +105,7 @@ def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
         )
         default = defaults.get("aten_op")
         unset = default is None or (isinstance(default, ast.Constant) and default.value is None)
-        if not unset or _registers_computed_op(node):
+        if not unset or _registers_computed_op(node, aliases):
             found.add(qualname)
     return found
 
@@ -114,18 +114,30 @@ def _inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
 REGISTERING_CALLS = frozenset({"register_decomposition", "register_meta", "register_op_impl"})
 
 
-def _registers_computed_op(function: ast.FunctionDef) -> bool:
-    """Does the function register what it builds under an op it computes
-    (`register_decomposition(getattr(aten, f"{fn.__name__}_copy"))(_fn)` in
-    `_make_copy_from_view`, `_make_inplace`)? Upstream names what such a factory builds
-    after that op (`alias_copy = _make_copy_from_view(aten.alias)`), as `get_aten_op` does."""
-    for sub in ast.walk(function):
-        if not isinstance(sub, ast.Call) or not sub.args:
-            continue
-        chain = chain_of(sub.func)
-        if chain and chain[-1] in REGISTERING_CALLS and not _aten_ops(sub.args[0], ()):
-            return True
+def _registers_computed_op(function: ast.FunctionDef, aliases: Collection[str]) -> bool:
+    """Does the function's body register what it builds under an op it computes from a
+    name (`register_decomposition(getattr(aten, f"{fn.__name__}_copy"))(_fn)` in
+    `_make_copy_from_view`, `_make_inplace`, `_register_inplace_meta`)? Upstream names what
+    such a factory builds after that op (`alias_copy = _make_copy_from_view(aten.alias)`),
+    as `get_aten_op` does. Not a function registered itself (its decorators), nor a factory
+    registering the op it is given (`register_meta(func)`)."""
+    for stmt in function.body:
+        for sub in ast.walk(stmt):
+            if not isinstance(sub, ast.Call) or not sub.args:
+                continue
+            chain = chain_of(sub.func)
+            if chain and chain[-1] in REGISTERING_CALLS and _op_by_name(sub.args[0], aliases):
+                return True
     return False
+
+
+def _op_by_name(node: ast.expr, aliases: Collection[str]) -> bool:
+    """`getattr(aten, name)` with a name computed at run time."""
+    if not isinstance(node, ast.Call) or chain_of(node.func) != ("getattr",) or len(node.args) < 2:
+        return False
+    namespace = chain_of(node.args[0])
+    named = namespace[-2:] == ("ops", "aten") or (len(namespace) == 1 and namespace[0] in aliases)
+    return named and not isinstance(node.args[1], ast.Constant)
 
 
 def _opts_out(deco: ast.Call) -> bool:
@@ -186,7 +198,7 @@ def pending_factory_calls(
     registering factory imported from another module: (function, the factory's chain, the
     text, line, the op it would register), resolved once the factory's module is known
     (selection.links.explore: `inferring_factories` of the module it resolves to)."""
-    local = _inferring_factories(symbols)
+    local = _inferring_factories(symbols, aliases)
     found = []
     for qualname, symbol in symbols.items():
         if "." in qualname:
@@ -225,8 +237,8 @@ def _built_by_factories(symbols: dict[str, Symbol]) -> Iterator[tuple[str, ast.C
                 yield qualname, node.value
 
 
-def inferring_factories(symbols: dict[str, Symbol]) -> set[str]:
-    return _inferring_factories(symbols)
+def inferring_factories(symbols: dict[str, Symbol], aliases: Collection[str]) -> set[str]:
+    return _inferring_factories(symbols, aliases)
 
 
 def _module_level(
@@ -253,7 +265,7 @@ def registrations_in(
 ) -> list[Registration]:
     """Every (aten op, function, how, line) registration of one module."""
     found: list[Registration] = []
-    factories = _inferring_factories(symbols)
+    factories = _inferring_factories(symbols, aliases)
     functions = {q for q, s in symbols.items() if s.kind == "function"}
     for qualname, symbol in symbols.items():
         if "." in qualname:

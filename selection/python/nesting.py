@@ -13,7 +13,7 @@ does not.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -26,20 +26,38 @@ CONSTRUCTORS = frozenset({"__new__", "__init__", "__post_init__"})
 def runs_in_place(body: Sequence[ast.AST]) -> frozenset[str]:
     """The names of the functions and classes defined in `body` (in its blocks too, not in
     functions nested deeper) that it calls or passes to a plain call (a class called is
-    constructed)."""
-    defined: set[str] = set()
-    found: set[str] = set()
+    constructed), and those that such a function calls in turn (`unstringify_type`,
+    called in place, calls `convert_type_string`)."""
+    defined: dict[str, ast.AST] = {}
     for node in _walk_own(body):
         if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
-            defined.add(node.name)
-            # `@deco` on a definition here calls deco here
+            defined[node.name] = node
+    if not defined:
+        return frozenset()
+    found = _called_in(_walk_own(body)) & defined.keys()
+    queue = list(found)
+    while queue:
+        helper = defined[queue.pop()]
+        if isinstance(helper, FUNCTION_DEFS):
+            for name in _called_in(_walk_own(helper.body)) & defined.keys() - found:
+                found.add(name)
+                queue.append(name)
+    return frozenset(found)
+
+
+def _called_in(nodes: Iterable[ast.AST]) -> set[str]:
+    """The bare names the code calls, hands to a plain call, or puts on a definition as a
+    decorator."""
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
             found.update(d.id for d in node.decorator_list if isinstance(d, ast.Name))
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name):
                 found.add(node.func.id)
             if is_plain_call(node):
                 found.update(a.id for a in _arguments(node) if isinstance(a, ast.Name))
-    return frozenset(found & defined)
+    return found
 
 
 def is_plain_call(call: ast.Call) -> bool:

@@ -142,7 +142,7 @@ def summarize(
     if is_registration_module(path):
         summary.registrations = registrations_in(path, symbols, summary.aten_aliases)
         _drop_registered_ops(summary, symbols)
-        summary.inferring_factories = inferring_factories(symbols)
+        summary.inferring_factories = inferring_factories(symbols, summary.aten_aliases)
         summary.pending_registrations = pending_factory_calls(path, symbols, summary.aten_aliases)
     return summary
 

@@ -187,7 +187,9 @@ def factory(kind):
         register(kind)(_ref)
         return _ref
     def walk(tree):
-        return tree + 1
+        return leaf(tree) + 1
+    def leaf(tree):
+        return tree * 2
     walk(kind)
     return inner
 """
@@ -201,7 +203,9 @@ def factory(kind):
         # the decorator it returns: it runs when that is applied
         (("register(kind)", "register(kind, 1)"), ("factory.<locals>.inner",), 1),
         # a helper it calls in place runs with it
-        (("tree + 1", "tree + 2"), ("factory.<locals>.walk",), 0),
+        (("leaf(tree) + 1", "leaf(tree) + 2"), ("factory.<locals>.walk",), 0),
+        # and so does a helper only that helper calls
+        (("tree * 2", "tree * 3"), ("factory.<locals>.leaf",), 0),
         (("walk(kind)", "walk(kind + 1)"), (), 0),  # its own code
     ],
 )

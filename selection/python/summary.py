@@ -433,7 +433,9 @@ def _guards(node: ast.AST) -> list[tuple[ast.expr, int]]:
     call is a use here."""
     found: list[tuple[ast.expr, int]] = []
 
-    def visit(sub: ast.AST, nesting: int, in_place: frozenset[str]) -> None:
+    def visit(sub: ast.AST, nesting: int, in_place: frozenset[str], callback: bool = False) -> None:
+        """`callback`: a lambda given to a plain call, which may run in place (as the
+        collector reads it)."""
         if isinstance(sub, (ast.If, ast.IfExp)):
             found.append((sub.test, nesting))
         elif isinstance(sub, ast.Assign):
@@ -441,13 +443,16 @@ def _guards(node: ast.AST) -> list[tuple[ast.expr, int]]:
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             body = sub.body if isinstance(sub.body, list) else [sub.body]
             named = getattr(sub, "name", None)
-            deeper = 0 if sub is node or named in in_place else 1
+            deeper = 0 if sub is node or callback or named in in_place else 1
             for child in ast.iter_child_nodes(sub):
                 inside = child in body
                 visit(child, nesting + deeper if inside else nesting, runs_in_place(body))
             return
+        arguments: list[ast.expr] = []
+        if isinstance(sub, ast.Call) and is_plain_call(sub):
+            arguments = [*sub.args, *(k.value for k in sub.keywords)]
         for child in ast.iter_child_nodes(sub):
-            visit(child, nesting, in_place)
+            visit(child, nesting, in_place, any(child is a for a in arguments))
 
     visit(node, 0, runs_in_place([node]))
     return found

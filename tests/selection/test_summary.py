@@ -220,6 +220,13 @@ def guarded(x):
     return _fn
 
 
+def guarded_callback(xs):
+    def _cuda(y):
+        return y
+
+    return apply(lambda y: _cuda(y) if probe(y) and y.device.type == "cuda" else y, xs)
+
+
 for name in ("a", "b"):
     def _make():
         in_loop()
@@ -238,7 +245,14 @@ def test_what_runs_in_place_whatever_block_or_shape_it_is_defined_in() -> None:
     summary = summarize(path, ast.parse(SHAPES), SHAPES, ModuleNames([path]))
     nesting = {
         ".".join(u.chain): u.nesting
-        for qualname in ("blocks", "decorating", "constructing", "defaults", "guarded")
+        for qualname in (
+            "blocks",
+            "decorating",
+            "constructing",
+            "defaults",
+            "guarded",
+            "guarded_callback",
+        )
         for u in summary.uses[qualname]
     }
     assert nesting["in_block"] == nesting["in_try"] == 0
@@ -246,6 +260,7 @@ def test_what_runs_in_place_whatever_block_or_shape_it_is_defined_in() -> None:
     assert nesting["in_init"] == 0 and nesting["in_method"] == 1
     assert nesting["in_default_lambda"] == 1
     assert nesting["check"] == 1  # a guard of another device's branch, inside `_fn`
+    assert nesting["probe"] == 0  # one inside a lambda a plain call is given
     on_load = {".".join(u.chain): u.nesting for u in summary.load_uses}
     assert on_load["in_loop"] == 0
 

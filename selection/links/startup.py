@@ -25,6 +25,7 @@ from selection.links.explore import Explorer
 from selection.links.index import LinkIndex
 from selection.links.subsystems import subsystem_of
 from selection.pyast import MODULE_SYMBOL
+from selection.python.nesting import CONSTRUCTORS
 
 ROOT = "torch/__init__.py"
 
@@ -134,9 +135,6 @@ def _calls(chain: tuple[str, ...], target: Target) -> bool:
     (`upsample.__doc__.format(...)` calls str.format, not upsample)? A bare name may be an
     alias; a dotted chain ends with the function's own name."""
     return len(chain) == 1 or chain[-1] == target.name.rsplit(".", 1)[-1]
-
-
-CONSTRUCTORS = ("__new__", "__init__", "__post_init__")
 
 
 def _constructs(method: Target, applied: bool = False) -> bool:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator, Sequence
 
-FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
+from selection.pyast import FUNCTION_DEFS
 
 # What constructing a class runs of its methods (a local class the code constructs runs
 # them in place: selection.python.summary).
@@ -56,7 +55,7 @@ def _called_in(nodes: Iterable[ast.AST]) -> set[str]:
             if isinstance(node.func, ast.Name):
                 found.add(node.func.id)
             if is_plain_call(node):
-                found.update(a.id for a in _arguments(node) if isinstance(a, ast.Name))
+                found.update(a.id for a in call_arguments(node) if isinstance(a, ast.Name))
     return found
 
 
@@ -66,9 +65,9 @@ def is_plain_call(call: ast.Call) -> bool:
     return not isinstance(call.func, ast.Call)
 
 
-def _arguments(call: ast.Call) -> Iterator[ast.expr]:
-    yield from call.args
-    yield from (k.value for k in call.keywords)
+def call_arguments(call: ast.Call) -> list[ast.expr]:
+    """A call's arguments, positional then keyword values."""
+    return [*call.args, *(k.value for k in call.keywords)]
 
 
 def _walk_own(body: Sequence[ast.AST]) -> Iterator[ast.AST]:

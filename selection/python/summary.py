@@ -29,7 +29,7 @@ from selection.python.chains import Chain, aten_in_chain, chain_of, last_name
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
-from selection.python.nesting import CONSTRUCTORS, is_plain_call, runs_in_place
+from selection.python.nesting import CONSTRUCTORS, call_arguments, is_plain_call, runs_in_place
 from selection.python.operators import Mappings, Operators
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
@@ -307,10 +307,11 @@ class _UseCollector:
             result_called = applied or how == "decorator"
             inner = isinstance(node.func, ast.Call)
             self._visit(node.func, "call", True if inner else result_called)
-            if is_plain_call(node):
-                for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    if isinstance(arg, ast.Lambda):  # a callback: it may run in place
-                        self._nested(arg.args, [arg.body], deeper=False)
+            # a lambda given to a plain call is a callback: it may run in place
+            callbacks = [a for a in call_arguments(node) if isinstance(a, ast.Lambda)]
+            callbacks = callbacks if is_plain_call(node) else []
+            for callback in callbacks:
+                self._nested(callback.args, [callback.body], deeper=False)
             func = chain_of(node.func)
             if func in _CLASS_TESTS and len(node.args) == 2:
                 # isinstance(x, (bool, SymBool)) compares types: no code of SymBool runs
@@ -323,15 +324,16 @@ class _UseCollector:
             # getattr(x, "f") only reads x: not a construction of it
             passed_on = how == "argument"  # this call's value is another call's argument
             how = "reference" if func in _TYPE_CHECKS else "argument"
-            arguments = [*node.args, *(k.value for k in node.keywords)]
-            if func and func[-1] == "partial" and node.args and not passed_on:
+            arguments = [a for a in call_arguments(node) if a not in callbacks]
+            partial = func and func[-1] == "partial" and node.args and not passed_on
+            if partial and node.args[0] in arguments:
                 # `partial(type_casts, ...)`: whoever calls the partial calls it (taken as
                 # called here: `pw_cast_for_opmath = partial(...)`, then `@pw_cast_...`;
                 # one passed on, `meta=partial(...)`, is stored like any function passed)
-                self._visit(arguments.pop(0), "call")
+                arguments.remove(node.args[0])
+                self._visit(node.args[0], "call")
             for arg in arguments:
-                if not (is_plain_call(node) and isinstance(arg, ast.Lambda)):
-                    self._visit(arg, how)
+                self._visit(arg, how)
             return
         if isinstance(node, ast.AnnAssign):
             # `x: list[int | torch.SymInt] = ...`: the annotation is never run
@@ -448,9 +450,7 @@ def _guards(node: ast.AST) -> list[tuple[ast.expr, int]]:
                 inside = child in body
                 visit(child, nesting + deeper if inside else nesting, runs_in_place(body))
             return
-        arguments: list[ast.expr] = []
-        if isinstance(sub, ast.Call) and is_plain_call(sub):
-            arguments = [*sub.args, *(k.value for k in sub.keywords)]
+        arguments = call_arguments(sub) if isinstance(sub, ast.Call) and is_plain_call(sub) else []
         for child in ast.iter_child_nodes(sub):
             visit(child, nesting, in_place, any(child is a for a in arguments))
 

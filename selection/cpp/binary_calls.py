@@ -10,7 +10,8 @@ From a kernel, helpers are followed up to `MAX_DEPTH` calls deep, but only in AT
 namespaces (`HELPER_NAMESPACES`: `at::native`, `at::meta`, the generated per-key wrappers,
 anonymous namespaces, the autograd formulas' helpers): TensorIterator, c10 and the standard
 library call no ops of their own worth a link, and following them would join unrelated
-kernels through shared utilities. The op API's inline wrappers, which GCC sometimes emits
+kernels through shared utilities; nor quantized tensors' helpers, from a kernel not of their
+own (`is_quantized_only`). The op API's inline wrappers, which GCC sometimes emits
 out of line (Functions.h's `at::convolution_symint`, TensorBody.h's `at::Tensor::select`), are
 transparent: a call of a function of `at::` or `at::Tensor` that itself calls
 `at::_ops::<op>::call` counts as a call of that op, at no depth (`CallGraph.wrapped_ops`);
@@ -28,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from selection.devices import identifier_words
 from selection.links.native_calls import META_FUNC, Called, Definition
 
 if TYPE_CHECKING:
@@ -85,6 +87,22 @@ def op_struct(name: tuple[str, ...]) -> str | None:
 
 def is_helper(name: tuple[str, ...]) -> bool:
     return any(name[: len(space)] == space for space in HELPER_NAMESPACES)
+
+
+# Words naming quantized tensors' own machinery: a `Quantizer`, a `QTensorImpl`, a kernel of
+# the quantized layout. Not `quantize`: fake quantization computes on float tensors, and
+# `quantize_per_tensor`'s helpers run for the dense input it is given.
+QUANTIZED_WORDS = frozenset({"quantized", "quantizer", "qtensor", "qtensorimpl"})
+
+
+def is_quantized_only(name: tuple[str, ...]) -> bool:
+    """A helper only a quantized tensor runs (`create_subtensor_quantizer`, which
+    `select_symint` calls under `self.is_quantized()`; `quantized_copy_from_float_`,
+    `copy_`'s branch for a quantized destination). A dense op test makes no quantized tensor
+    (the `QuantizedCPU` kernels are filtered by their key, selection.devices), so what such a
+    helper calls is no call of the dense kernel that holds the branch: following it made
+    `select` call `slice`, `item` and `to`, and every indexing test reach them."""
+    return bool(name) and any(w in QUANTIZED_WORDS for w in identifier_words(name[-1]))
 
 
 def is_wrapper_name(name: tuple[str, ...]) -> bool:
@@ -194,8 +212,10 @@ def ops_called(graph: CallGraph, roots: Sequence[int]) -> list[OpCall]:
     """The ops `roots` (one C++ function's definitions) call, directly, through the op API's
     wrappers or through helpers of ATen's namespaces at most MAX_DEPTH calls deep, each with
     the shortest helper chain (a root's own clones, `.cold` parts, are not helpers of the
-    chain; a wrapper is no helper of it either)."""
+    chain; a wrapper is no helper of it either). A helper of quantized tensors is followed
+    only from a root of their own (`is_quantized_only`)."""
     own = {graph.qualified(root) for root in roots}
+    quantized_roots = any(is_quantized_only(name) for name in own)
     found: dict[str, OpCall] = {}
     seen = set(roots)
     queue: deque[tuple[int, tuple[str, ...]]] = deque((root, ()) for root in roots)
@@ -212,7 +232,13 @@ def ops_called(graph: CallGraph, roots: Sequence[int]) -> list[OpCall]:
             wrapped = graph.wrapped_ops(callee)
             for op in wrapped:  # an op-API wrapper: its ops, at no depth
                 found.setdefault(op, OpCall(op, via))
-            if not wrapped and callee not in seen and len(via) < MAX_DEPTH and is_helper(name):
+            if (
+                not wrapped
+                and callee not in seen
+                and len(via) < MAX_DEPTH
+                and is_helper(name)
+                and (quantized_roots or not is_quantized_only(name))
+            ):
                 seen.add(callee)
                 queue.append((callee, via if name in own else (*via, "::".join(name))))
     return list(found.values())

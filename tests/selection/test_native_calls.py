@@ -601,3 +601,38 @@ def test_the_analysis_cache_is_keyed_by_every_module_computing_what_it_holds() -
     from selection.sources.analysis_cache import ANALYSERS
 
     assert _closure(ANALYSERS) == set(ANALYSERS)
+
+
+def test_a_quantized_tensors_helper_is_no_call_of_the_dense_kernel_holding_its_branch(
+    library: CallGraph,
+) -> None:
+    """2.13.0's `select_symint` calls `create_subtensor_quantizer` only for a quantized self,
+    and that helper slices the quantizer's scales: `select` does not call `slice`, `item` or
+    `to` for the dense tensors a device test makes, while its own `as_strided` stays."""
+    kernel = library.defined(("at", "native", "select_symint"))
+    select = {c.struct for c in ops_called(library, kernel)}
+    assert "as_strided" in select
+    assert not {"slice_Tensor", "item", "to_dtype"} & select
+
+
+def test_a_quantized_helper_is_followed_from_a_quantized_root_and_fake_quantize_from_any() -> None:
+    """The rule reads the helper's name: a `Quantizer`'s or a quantized kernel's helpers are
+    cut from dense kernels only; `fake_quantize_*` (float in, float out) is followed."""
+    slice_ = b"_ZN2at4_ops12slice_Tensor4callEv"
+    mul = b"_ZN2at4_ops3mul4callEv"
+    graph = _graph(
+        {
+            b"_ZN2at6native6selectEv": [b"_ZN2at6native26create_subtensor_quantizerEv"],
+            b"_ZN2at6native26create_subtensor_quantizerEv": [slice_],
+            b"_ZN2at6native16select_quantizedEv": [b"_ZN2at6native26create_subtensor_quantizerEv"],
+            b"_ZN2at6native5fakesEv": [b"_ZN2at6native31fake_quantize_per_tensor_affineEv"],
+            b"_ZN2at6native31fake_quantize_per_tensor_affineEv": [mul],
+        }
+    )
+
+    def structs(kernel: str) -> set[str]:
+        return {c.struct for c in ops_called(graph, graph.defined(("at", "native", kernel)))}
+
+    assert structs("select") == set()
+    assert structs("select_quantized") == {"slice_Tensor"}
+    assert structs("fakes") == {"mul"}

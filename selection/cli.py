@@ -457,8 +457,9 @@ _LINK_COUNT = re.compile(r"^(.*? -> \d+ links?)")
 def _largest_causes(console: Console, groups: list[Any], widen: str) -> None:
     """The causes that select the most tests, so that the console says why, not only how
     many (report.md, 'Biggest causes', lists more); where one is a canary, what to do for
-    all it may reach."""
-    largest = sorted(groups, key=lambda g: -len(g.node_ids))[:SHOWN_CAUSES]
+    all it may reach. A group judged not needed selects nothing, so it is not among them."""
+    selecting = [g for g in groups if g.verdict is None or g.verdict.decision != "not_needed"]
+    largest = sorted(selecting, key=lambda g: -len(g.node_ids))[:SHOWN_CAUSES]
     if not largest:
         return
     console.print("largest causes (more in report.md, 'Biggest causes'):")

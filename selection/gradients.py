@@ -4,8 +4,10 @@ A derivative formula (`derivatives.yaml`) only runs when a test computes gradien
 a derivative change cannot affect a template that never does. The reading is
 conservative: an identifier, keyword or string that mentions grad/backward/autograd
 (or jvp/vjp) in the template, or in any function or method of the same file that the
-template reaches by name, counts as computing gradients. A template whose body was
-not seen (a release wheel ships no `test/`) is assumed to compute them.
+template reaches by name, counts as computing gradients -- except a gradient switch set to
+a literal False (`requires_grad=False`), which asks for none. A template whose body was
+not seen (a release wheel ships no `test/`) takes what selection.layout recorded from a
+real tree; one recorded from none is assumed to compute them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,21 @@ from selection.pyast import Symbol
 GRADIENT_WORDS = ("grad", "backward", "autograd", "jvp", "vjp", "jacobian", "hessian")
 
 
+# Keywords that ask for gradients when true; set to a literal False they ask for none.
+GRADIENT_SWITCHES = frozenset({"requires_grad", "create_graph", "retain_graph"})
+
+
+def _gradients_off(keyword: ast.keyword) -> bool:
+    """`op.sample_inputs(device, dtype, requires_grad=False)`: no mention of gradients
+    (`test_fake`'s helper builds its samples so, and computes none)."""
+    value = keyword.value
+    return (
+        keyword.arg in GRADIENT_SWITCHES
+        and isinstance(value, ast.Constant)
+        and value.value is False
+    )
+
+
 def _identifiers(nodes: Iterable[ast.AST]) -> set[str]:
     found: set[str] = set()
     for node in nodes:
@@ -26,7 +43,7 @@ def _identifiers(nodes: Iterable[ast.AST]) -> set[str]:
                 found.add(sub.id)
             elif isinstance(sub, ast.Attribute):
                 found.add(sub.attr)
-            elif isinstance(sub, ast.keyword) and sub.arg:
+            elif isinstance(sub, ast.keyword) and sub.arg and not _gradients_off(sub):
                 found.add(sub.arg)
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                 found.add(sub.value)

@@ -11,7 +11,12 @@ literal `@parametrize` suffixes, the `only*` gate, whether the class is instanti
 PrivateUse1 or is a plain TestCase. No test body is recorded, only what it reaches outside
 `test/` (its `uses`: the library functions and classes, ATen ops and subsystems it or a
 helper of its file calls, as portable names; selection.links.recorded_uses), so that a
-library change reaches a template whose body cannot be read here.
+library change reaches a template whose body cannot be read here, and three traits of the
+body (selection.gradients): whether it traces what it tests, computes gradients, handles
+errors. A derivative change then passes by the templates that compute no gradients, and a
+change confined to failing paths by those that handle no errors, in release mode as with a
+tree. They are the recorded tree's reading: a template that gained gradients since is
+read as it was then, as its `uses` are.
 
 Pure apart from `load_layout` (reads the packaged file) and `main` (the generator:
 `python -m selection.layout --pytorch-src DIR > selection/data/upstream_layout.json`).
@@ -45,6 +50,8 @@ _FIELDS = (
     "instantiated",
     "per_device",
     "traces",
+    "computes_gradients",
+    "handles_errors",
 )
 _TUPLES = ("explicit_dtypes", "allowed_dtypes")
 

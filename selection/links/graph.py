@@ -189,36 +189,67 @@ class LinkGraph:
         self, starts: Iterable[Link], follow: Follow = default_follow, limit: int = 200_000
     ) -> dict[Target, Link]:
         """Every root (entry, template) that transitively uses a start, with the shortest
-        chain of evidence: the start's own evidence, then one step per edge. A root reached
-        both without and only through a registration edge keeps the first (its link's
-        `kinds` then has no "registration": all of the root's instances are reached)."""
-        best: dict[tuple[Target, bool], Link] = {}
-        queue: deque[tuple[Target, bool]] = deque()
+        chain of evidence: the start's own evidence, then one step per edge.
+
+        Two edge kinds narrow which of a root's instances a chain reaches: past a
+        `registration` edge, only those that trace the op; past a `derivative` edge (or from
+        a start that is one: a changed formula), only those that compute gradients. A chain
+        is kept per (root, through a registration, through a derivative), and the root gets
+        the least narrowed (`_least_narrowed`), so that a root reached by a plain chain too
+        is reached in full, whichever chain is shorter."""
+        best: dict[_State, Link] = {}
+        queue: deque[_State] = deque()
         for link in starts:
-            state = (node_of(link.target), False)
+            state = (node_of(link.target), False, DERIVATIVE in link.kinds)
             if state not in best:
                 best[state] = Link(state[0], link.evidence, link.basis, link.kinds)
                 queue.append(state)
         visited = 0
         while queue and visited < limit:
-            node, registered = state = queue.popleft()
+            node, registered, derived = state = queue.popleft()
             visited += 1
             link = best[state]
             for edge in self.users.get(node, ()):
                 if not follow(edge) or (registered and not _follows_after_registration(edge)):
                     continue
-                nxt = (edge.user, registered or edge.kind == "registration")
+                nxt = (
+                    edge.user,
+                    registered or edge.kind == REGISTRATION,
+                    derived or edge.kind == DERIVATIVE,
+                )
                 if nxt in best:
                     continue
                 best[nxt] = Link(
                     edge.user, (*link.evidence, edge.step), link.basis, (*link.kinds, edge.kind)
                 )
                 queue.append(nxt)
-        found: dict[Target, Link] = {}
-        for (node, registered), link in best.items():
-            if node.kind in ROOT_KINDS and (not registered or (node, False) not in best):
-                found[node] = link
-        return found
+        by_root: dict[Target, dict[tuple[bool, bool], Link]] = {}
+        for (node, registered, derived), link in best.items():
+            if node.kind in ROOT_KINDS:
+                by_root.setdefault(node, {})[(registered, derived)] = link
+        return {root: _least_narrowed(chains) for root, chains in by_root.items()}
+
+
+REGISTRATION = "registration"
+DERIVATIVE = "derivative"
+# A derivative formula's edge on a chain whose root is also reached through a registration
+# and no formula: neither narrowing holds for every instance, so the link narrows none.
+FORMULA_NOT_ONLY = "formula"
+_State = tuple[Target, bool, bool]  # (node, through a registration, through a derivative)
+
+
+def _least_narrowed(chains: Mapping[tuple[bool, bool], Link]) -> Link:
+    """The link of a root, from its chains by (through a registration, through a
+    derivative): a plain one if any; else one narrowed by a single kind (a chain narrowed
+    by both adds no instance to it); with one of each, an instance either may reach is
+    reached, so the derivative one, its formula edges marked as narrowing nothing."""
+    if (False, False) in chains:
+        return chains[(False, False)]
+    traced, derived = chains.get((True, False)), chains.get((False, True))
+    if traced is not None and derived is not None:
+        kinds = tuple(FORMULA_NOT_ONLY if k == DERIVATIVE else k for k in derived.kinds)
+        return replace(derived, kinds=kinds)
+    return traced or derived or chains[(True, True)]
 
 
 def _order(target: Target) -> tuple[str, str, str, str, str]:

@@ -715,3 +715,27 @@ def test_a_small_share_of_the_reused_tests_is_not_shown_as_zero() -> None:
     assert percent(9, 27_933) == "< 0.1 %"  # 9 tests selected is not "0.0 %"
     assert percent(0, 27_933) == "0.0 %"
     assert percent(16_422, 27_963) == "58.7 %"
+
+
+def test_the_largest_causes_are_those_that_select_a_group_judged_not_needed_is_not_one() -> None:
+    """A derivative change reaching templates that compute no gradients is grouped apart and
+    judged not needed: it selects none of its tests, so the console does not call it a
+    cause of the selection, however many it reached."""
+    from rich.console import Console
+
+    from selection.cli import _largest_causes
+    from selection.model import Cause
+    from selection.state import Group, Verdict
+
+    def group(name: str, size: int, decision: str) -> Group:
+        found = Group(name, Cause("triage", "derivative", f"{name} modified -> 3 links: ..."))
+        found.node_ids = [f"{name}-{i}" for i in range(size)]
+        found.verdict = Verdict(decision, "", 0.8)
+        return found
+
+    console = Console(record=True, width=200)
+    groups = [group("reached_no_gradients", 500, "not_needed"), group("runs", 12, "run")]
+    _largest_causes(console, groups, "canary")
+    shown = console.export_text()
+    assert "12 tests: runs modified -> 3 links" in shown
+    assert "reached_no_gradients" not in shown

@@ -34,6 +34,10 @@ class TestCommon(Base):
     def test_requires_grad_kwarg(self, device, dtype, op):
         op.sample_inputs(device, dtype, requires_grad=True)
 
+    def test_asks_for_no_gradients(self, device, dtype, op):
+        for sample in op.sample_inputs(device, dtype, requires_grad=False):
+            op(sample.input)
+
     def test_helper_in_a_base_class(self, device, dtype, op):
         self._check_grads(op(1))
 
@@ -54,6 +58,7 @@ def _run(op):
     [
         ("test_forward", False),
         ("test_requires_grad_kwarg", True),
+        ("test_asks_for_no_gradients", False),
         ("test_helper_in_a_base_class", True),
         ("test_module_function", True),
         ("test_by_string", True),
@@ -83,7 +88,7 @@ def test_each_symbol_is_read_once_however_many_templates_reach_it(
     templates = [s for q, s in symbols.items() if "test_" in q]
     for _ in range(2):  # the second reading walks nothing again
         answers = [computes_gradients(s, callables) for s in templates]
-        assert answers == [False, True, True, True, True]
+        assert answers == [False, True, False, True, True, True]
     assert len(walked) == len(set(walked))
 
 

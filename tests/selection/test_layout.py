@@ -46,6 +46,10 @@ def test_a_recorded_template_enumerates_like_the_parsed_one(fixture_tree: Upstre
             parsed.skipped_reason,
             parsed.plain_dtypes,
         )
+        # the body's traits, which decide what a derivative or failing-path change reaches
+        traits = ("computes_gradients", "handles_errors", "traces")
+        assert [getattr(recorded, t) for t in traits] == [getattr(parsed, t) for t in traits]
+        assert parsed.computes_gradients is not None
         mine, _ = enumerate_template(recorded, db, DEVICE, layout.local_names(parsed.file))
         theirs, _ = enumerate_template(parsed, db, DEVICE, module.local_names)
         assert {i.node_id for i in mine} == {i.node_id for i in theirs}, parsed.method
@@ -62,6 +66,12 @@ def test_the_packaged_layout_loads_and_knows_the_shipped_templates() -> None:
     assert neg_view is not None and neg_view.allowed_dtypes == ("float64",)
     torch_plain = layout.template("test/test_torch.py", "TestTorch", "test_dir")
     assert torch_plain is not None and torch_plain.per_device is False
+    # FakeTensor's templates build their samples with requires_grad=False and compute no
+    # gradients; the gradient checks do; a release run reads both as the tree did
+    fake = layout.template("test/test_ops.py", "TestFakeTensor", "test_fake")
+    grad = layout.template("test/test_ops.py", "TestCommon", "test_variant_consistency_eager")
+    assert fake is not None and (fake.computes_gradients, fake.traces) == (False, True)
+    assert grad is not None and grad.computes_gradients is True
 
 
 def _pytorch_src(config: pytest.Config) -> Path:

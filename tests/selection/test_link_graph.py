@@ -72,3 +72,47 @@ def test_reach_and_root_bits_agree_on_random_graphs_with_cycles() -> None:
         for node in nodes:
             if node in graph:
                 assert _reached(graph, node) == _bits(graph, node), node
+
+
+def test_a_root_reached_by_a_plain_chain_is_reached_in_full_however_short_a_narrowed_one() -> None:
+    """A chain through a derivative formula reaches only instances that compute gradients;
+    one through a registration, only those that trace. The root keeps the least narrowed
+    chain, not the shortest: `gather`'s OpInfo reached through max's backward formula in
+    two hops and through a library call in three runs in every template."""
+    graph = LinkGraph()
+    changed = Target.function("torch/_meta_registrations.py", "check")
+    scatter, gather = Target.aten("scatter_add"), Target.aten("gather")
+    entry = Target.entry("opinfo", "gather")
+    helper = Target.function("torch/lib.py", "helper")
+    wrapper = Target.function("torch/lib.py", "wrapper")
+    graph.add(scatter, changed, "call", STEP)
+    graph.add(gather, scatter, "derivative", STEP)  # gather's formula calls scatter_add
+    graph.add(entry, gather, "dispatch", STEP)  # short, but gradients only
+    graph.add(helper, changed, "call", STEP)
+    graph.add(wrapper, helper, "call", STEP)
+    graph.add(entry, wrapper, "argument", STEP)  # longer, plain
+    only_formula = Target.entry("opinfo", "max")
+    graph.add(Target.aten("max"), scatter, "derivative", STEP)
+    graph.add(only_formula, Target.aten("max"), "dispatch", STEP)
+    reached = graph.reach([Link(changed, ())])
+    assert reached[entry].kinds == ("call", "call", "argument")
+    assert reached[only_formula].kinds == ("call", "derivative", "dispatch")
+
+
+def test_a_root_reached_by_tracing_and_by_a_formula_narrows_by_neither() -> None:
+    """Neither narrowing holds for every instance: a tracing template without gradients
+    and a gradient template that does not trace both run the change."""
+    graph = LinkGraph()
+    changed = Target.function("torch/_decomp/decompositions.py", "decomposition")
+    op, other = Target.aten("op"), Target.aten("other")
+    entry = Target.entry("opinfo", "op")
+    graph.add(op, changed, "registration", STEP)
+    graph.add(entry, op, "dispatch", STEP)
+    graph.add(other, changed, "call", STEP)
+    graph.add(op, other, "derivative", STEP)  # op's formula calls other
+    link = graph.reach([Link(changed, ())])[entry]
+    assert link.kinds == ("call", "formula", "dispatch")
+    assert _reached(graph, changed) == _bits(graph, changed) == ({entry}, set())
+    # a changed formula starts narrowed: all it reaches computes gradients
+    start = Link(other, (), kinds=("derivative",))
+    assert graph.reach([start])[entry].kinds == ("derivative", "derivative", "dispatch")

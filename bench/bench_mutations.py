@@ -60,8 +60,8 @@ from mutations.truth import (  # noqa: E402
     judge,
     own_op,
     pair_key,
+    pair_paths,
     plan_run,
-    traced_pairs,
     unstable_pairs,
 )
 from mutations.yaml_sites import DERIVATIVES, NATIVE  # noqa: E402
@@ -192,7 +192,7 @@ class Bench:
         self.reused = calibrate(self.sources, self.work, self.cache)
         self.in_scope = sorted({i.pair for i in self.reused if i.pair is not None})
         self.scope = set(self.in_scope)
-        self.traced = traced_pairs(self.reused)
+        self.paths = pair_paths(self.reused)
         # Pairs the recorder could not run cannot be run by the truth either (same runner).
         failed = set(self.observed.failed) if self.observed is not None else set()
         self.runnable = [p for p in self.in_scope if p not in failed]
@@ -286,7 +286,7 @@ class Bench:
         self.unstable = sorted(unstable)
         for record, _plan, future in pending:
             after, seconds = future.result()
-            changes = execution_truth(first, after, unstable, self.traced)
+            changes = execution_truth(first, after, unstable, self.paths)
             executed = record.pop("executed_pairs")
             text = record.pop("mutated_text")
             suspects = changes.truth - (executed if executed is not None else changes.truth)
@@ -302,7 +302,7 @@ class Bench:
                 unstable=[pair_key(p) for p in sorted(unstable & set(after))],
                 changed_without_executing=sorted(pair_key(p) for p in suspects - order_only),
                 changed_only_beside_other_pairs=sorted(pair_key(p) for p in order_only),
-                changed_only_compiled_untraced=sorted(pair_key(p) for p in changes.untraced),
+                changed_only_in_paths_no_test_runs=sorted(pair_key(p) for p in changes.unreached),
             )
             self._finish(record, {pair_key(p) for p in truth})
 

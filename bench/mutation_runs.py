@@ -64,6 +64,13 @@ def _instances(state: Any) -> list[Instance]:
     from selection.links.index import tracing_rule
 
     traces = tracing_rule(state.universe, state.request.facts)
+    # as the triage reads them: a template whose body was neither read nor recorded has
+    # every trait (selection.stages.triage)
+    gradient_free = {
+        (t.file, t.test_class, t.method)
+        for t in state.universe.templates
+        if t.computes_gradients is False
+    }
     return [
         Instance(
             i.node_id,
@@ -71,6 +78,7 @@ def _instances(state: Any) -> list[Instance]:
             i.test_class,
             i.template,
             traces(i),
+            (i.file, i.test_class, i.template) not in gradient_free,
         )
         for i in state.reused
     ]
@@ -219,7 +227,7 @@ class TruthRunner:
     def _crashed(self, pair: Pair, exc: MutatedTorchFailed) -> Digest:
         """The pair's run killed the process (a broken import, or an error thrown on the
         autograd thread of a compiled backward): its uncompiled paths are run alone, so the
-        truth can tell a crash confined to the compiled paths (mutations.truth.compiled_only)."""
+        truth can tell a crash confined to the compiled paths (mutations.truth.changed_paths)."""
         failed = Digest(f"error: the mutated torch failed: {exc}", "")
         try:
             eager = self._run([pair], paths=UNCOMPILED_PATHS)[pair]

@@ -137,8 +137,9 @@ def misses(results: Sequence[Result], mode: str, limit: int = 6) -> list[str]:
 # What a run's record says it left out of the truth, and why (bench/mutations/truth.py).
 EXCLUSIONS = (
     (
-        "changed_only_compiled_untraced",
-        "changed only in compiled paths, no in-scope instance traces",
+        "changed_only_in_paths_no_test_runs",
+        "changed only in paths no in-scope test of the pair runs (compiled: none traces; "
+        "backward: none computes gradients)",
     ),
     ("changed_only_beside_other_pairs", "changed only beside other pairs, not when run alone"),
 )

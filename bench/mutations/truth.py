@@ -45,6 +45,7 @@ class Instance:
     test_class: str
     template: str
     traces: bool = True  # the instance traces its op (compiles, fake-tensors, exports it)
+    gradients: bool = True  # its template computes gradients (selection.gradients)
 
 
 @dataclass(frozen=True)
@@ -119,46 +120,74 @@ def _differs(a: Digest, b: Digest) -> bool:
     return (a.digest, a.status) != (b.digest, b.status)
 
 
-def compiled_only(before: Digest, after: Digest) -> bool:
-    """Did only the compiled paths change (same status, every other path the same)? False
-    when the paths are not known (a digest without them counts as a whole)."""
+# What a test must do to run a path besides its eager forward: (trace its op, compute
+# gradients). The others (`eager`, `method`, `inplace`, `out`) every test of the pair may run.
+PATH_NEEDS: Mapping[str, tuple[bool, bool]] = {
+    "backward": (False, True),
+    **{path: (True, path.endswith("backward")) for path in COMPILED_PATHS},
+}
+
+
+def paths_run(inst: Instance) -> frozenset[str]:
+    """The needing paths an instance runs (`PATH_NEEDS`)."""
+    return frozenset(
+        path
+        for path, (traces, gradients) in PATH_NEEDS.items()
+        if (inst.traces or not traces) and (inst.gradients or not gradients)
+    )
+
+
+def changed_paths(before: Digest, after: Digest) -> set[str] | None:
+    """The paths whose digests differ; None when that cannot be told (a status change, a
+    digest without paths): the whole pair then changed."""
     if before.status != after.status or not before.paths or not after.paths:
-        return False
-    changed = {
+        return None
+    return {
         path
         for path in before.paths.keys() | after.paths.keys()
         if before.paths.get(path) != after.paths.get(path)
     }
-    return bool(changed) and changed <= set(COMPILED_PATHS)
 
 
 @dataclass(frozen=True)
 class Changes:
     truth: set[Pair]
-    untraced: set[Pair]  # changed only where compiled, and no in-scope instance traces
+    # changed only in paths no in-scope instance of the pair runs: compiled ones where none
+    # traces its op, a backward where none computes gradients (compiled: both)
+    unreached: set[Pair]
 
 
 def execution_truth(
     before: Mapping[Pair, Digest],
     after: Mapping[Pair, Digest],
     unstable: set[Pair],
-    traced: set[Pair] | None = None,
+    runs: Mapping[Pair, frozenset[str]] | None = None,
 ) -> Changes:
-    """`traced`: the pairs with an in-scope instance that traces its op (None: all)."""
+    """`runs`: per pair, the needing paths some in-scope instance of it runs (`pair_paths`;
+    None: all)."""
     changed = {
         p
         for p in before.keys() & after.keys()
         if p not in unstable and _differs(before[p], after[p])
     }
-    untraced = {
-        p for p in changed
-        if traced is not None and p not in traced and compiled_only(before[p], after[p])
-    }  # fmt: skip
-    return Changes(changed - untraced, untraced)
+    unreached = set()
+    for pair in changed:
+        paths = changed_paths(before[pair], after[pair])
+        if runs is None or paths is None:
+            continue
+        needing = paths & PATH_NEEDS.keys()
+        if paths == needing and not needing & runs.get(pair, frozenset()):
+            unreached.add(pair)
+    return Changes(changed - unreached, unreached)
 
 
-def traced_pairs(reused: Iterable[Instance]) -> set[Pair]:
-    return {i.pair for i in reused if i.pair is not None and i.traces}
+def pair_paths(reused: Iterable[Instance]) -> dict[Pair, frozenset[str]]:
+    """Per pair, the needing paths some in-scope instance of it runs."""
+    found: dict[Pair, frozenset[str]] = {}
+    for inst in reused:
+        if inst.pair is not None:
+            found[inst.pair] = found.get(inst.pair, frozenset()) | paths_run(inst)
+    return found
 
 
 def isolated_check(

@@ -4,7 +4,8 @@ A function, method, class or assigned name uses what its code calls, decorates w
 passes as an argument, inherits from or refers to (selection.python.summary), resolved
 through imports (selection.python.resolver). A method call on an object whose type is not
 known statically (`x.softmax(dim)`) is a `Tensor` method when `torch/_tensor.py` defines it
-in Python, else, in library code, the ATen op of that name; in test code it is the methods
+in Python, else, in library code, the ATen op of that name -- unless the receiver is a local
+name that never holds a tensor (`seen = set(); seen.add(x)`: selection.python.receivers); in test code it is the methods
 of that name of the module's own classes (`params.gen_input_params()` on an instance of a
 class picked from a dict), and otherwise left out (a template calling `.add()` to build its
 inputs is not "dispatching to add").
@@ -22,7 +23,7 @@ from dataclasses import replace
 from selection.links.base import Step, Target
 from selection.links.graph import Edge
 from selection.python.resolver import Resolver
-from selection.python.summary import ModuleSummary, Use, is_test_code
+from selection.python.summary import PLAIN_VALUE, ModuleSummary, Use, is_test_code
 
 KIND = "call"
 TENSOR_MODULE = "torch/_tensor.py"
@@ -51,8 +52,8 @@ def _method_fallback(
     library: bool,
     own_methods: OwnMethods,
 ) -> list[Target]:
-    if use.how != "call" or len(use.chain) < 2:
-        return []
+    if use.how != "call" or len(use.chain) < 2 or use.chain[0] == PLAIN_VALUE:
+        return []  # a method of a str, list, dict, ... (selection.python.receivers)
     name = use.chain[-1]
     if name.startswith("__") and name.endswith("__"):
         return []  # `child.__repr__()`: every object has one, the receiver decides

@@ -31,6 +31,7 @@ from selection.python.load_time import calls_on_load, imported_modules, load_tim
 from selection.python.names import ModuleNames
 from selection.python.nesting import CONSTRUCTORS, call_arguments, is_plain_call, runs_in_place
 from selection.python.operators import Mappings, Operators
+from selection.python.receivers import plain_values
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
 _CLASS_TESTS = {("isinstance",), ("issubclass",)}
@@ -43,6 +44,10 @@ _TYPE_CHECKS = {
 
 # The head of a use's chain whose receiver is no name (`x.sum().backward()`).
 UNNAMED = "<expr>"
+# The head of a method call's chain whose receiver is a local name that never holds a
+# tensor (selection.python.receivers: `seen.add(x)`, `name.split(".")` with `name: str`):
+# no use of the tensor method or op of that name.
+PLAIN_VALUE = "<plain value>"
 
 
 @dataclass(frozen=True)
@@ -251,6 +256,7 @@ class _UseCollector:
         self.device_uses: list[Use] = []
         self._nesting = 0  # inside how many nested function bodies (Use.nesting)
         self._in_place: list[frozenset[str]] = []  # per body entered: runs_in_place
+        self._plain: list[frozenset[str]] = []  # per body entered: its plain-value names
         self._at_root = False  # the symbol's own def comes next: its body is nesting 0
 
     def collect(self, node: ast.AST, how: str = "reference") -> None:
@@ -278,6 +284,7 @@ class _UseCollector:
         self._nesting = 0
         self._at_root = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         self._in_place = [] if self._at_root else [runs_in_place([node])]
+        self._plain = []
 
     def _use(self, chain: Chain, how: str, line: int, applied: bool = False) -> None:
         self.uses.append(Use(chain, how, line, self._nesting, applied))
@@ -295,6 +302,13 @@ class _UseCollector:
         ):
             chain = chain_of(node)
             if chain:
+                if (
+                    how == "call"
+                    and len(chain) == 2
+                    and self._plain
+                    and chain[0] in self._plain[-1]
+                ):
+                    chain = (PLAIN_VALUE, chain[1])
                 self._use(chain, how, getattr(node, "lineno", 0), applied)
                 return
             if how == "call" and isinstance(node, ast.Attribute):
@@ -371,8 +385,10 @@ class _UseCollector:
             # a class body runs where the class is defined; its methods when called, but
             # the constructor of a class the code around constructs runs in place
             self._in_place.append(CONSTRUCTORS if in_place and not root else frozenset())
+            self._plain.append(frozenset())  # a class body's names are its own
             for stmt in node.body:
                 self._visit(stmt, "reference")
+            self._plain.pop()
             self._in_place.pop()
             return
         self._nested(node.args, node.body, deeper=not in_place)
@@ -389,8 +405,10 @@ class _UseCollector:
         step = 1 if deeper else 0
         self._nesting += step
         self._in_place.append(runs_in_place(body))
+        self._plain.append(plain_values(args, body))
         for stmt in body:
             self._visit(stmt, "reference")
+        self._plain.pop()
         self._in_place.pop()
         self._nesting -= step
 

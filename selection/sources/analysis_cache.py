@@ -36,6 +36,7 @@ ANALYSERS = (
     "selection.python.failure_paths",
     "selection.python.op_lists",
     "selection.python.operators",
+    "selection.python.receivers",
     "selection.gradients",
     "selection.observed",
     "selection.links.registrations",

@@ -19,6 +19,7 @@ from mutations.truth import (
     isolated_check,
     judge,
     pair_key,
+    pair_paths,
     plan_run,
     unstable_pairs,
 )
@@ -69,15 +70,43 @@ def test_a_change_only_where_compiled_is_truth_only_for_pairs_an_in_scope_instan
         eager_only: _digest(eager="1", compile="2", compile_backward="changed"),
         both: _digest(eager="changed", compile="changed", compile_backward="3"),
     }
-    changes = execution_truth(before, after, set(), traced={traced})
+    runs = pair_paths([_inst(traced, traces=True), _inst(eager_only), _inst(both)])
+    changes = execution_truth(before, after, set(), runs)
     assert changes.truth == {traced, both}  # an eager change counts wherever it is
-    assert changes.untraced == {eager_only}
+    assert changes.unreached == {eager_only}
     # without per-path digests (or a status change) the whole digest decides
     whole = execution_truth({eager_only: Digest("ok", "1")}, {eager_only: Digest("ok", "2")},
-                            set(), traced=set())  # fmt: skip
+                            set(), runs={})  # fmt: skip
     assert whole.truth == {eager_only}
     failed = {eager_only: Digest("error: boom", "", {"compile": "x"})}
-    assert execution_truth(before, failed, set(), traced=set()).truth == {eager_only}
+    assert execution_truth(before, failed, set(), runs={}).truth == {eager_only}
+
+
+def _inst(pair: tuple[str, str, str], traces: bool = False, gradients: bool = True) -> Instance:
+    return Instance(f"id-{pair}-{traces}-{gradients}", pair, "TestX", "test_x", traces, gradients)
+
+
+def test_a_compiled_backward_change_needs_a_test_that_traces_and_computes_gradients() -> None:
+    """`compile_backward` runs only in a test that traces its op and takes gradients: a
+    pair whose tests do one or the other cannot show it; `backward` needs gradients only."""
+    fake_only, crossref, grads = SCOPE[:3]
+    before = {p: _digest(eager="1", backward="2", compile_backward="3") for p in SCOPE[:3]}
+    after = {p: _digest(eager="1", backward="2", compile_backward="changed") for p in SCOPE[:3]}
+    runs = pair_paths(
+        [
+            _inst(fake_only, traces=True, gradients=False),  # test_fake: no gradients
+            _inst(fake_only, traces=False, gradients=True),  # eager gradients: no tracing
+            _inst(crossref, traces=True, gradients=True),
+            _inst(grads, traces=False, gradients=True),
+        ]
+    )
+    assert runs[fake_only] == {"compile", "backward"}
+    changes = execution_truth(before, after, set(), runs)
+    assert (changes.truth, changes.unreached) == ({crossref}, {fake_only, grads})
+    eager_backward = {p: _digest(eager="1", backward="changed", compile_backward="3")
+                      for p in SCOPE[:3]}  # fmt: skip
+    changes = execution_truth(before, eager_backward, set(), runs)
+    assert changes.truth == {fake_only, crossref, grads}
 
 
 def test_a_pair_that_changed_only_beside_other_pairs_is_found_by_running_it_alone() -> None:

@@ -50,6 +50,9 @@ def halves(a):
 
 def shape_only(a):
     return a.shape[0] + 1
+
+def labelled(a, key: str):
+    return a if key.sigmoid() else a
 """
 TOP += """
 def floor_divide(a, b):
@@ -92,8 +95,9 @@ def test_a_reference_reaches_those_calling_it_as_torch_x_through_other_reference
     # glu calls torch.sigmoid; gated calls a.sigmoid() and torch.nn.functional.glu
     assert set(reached) == {"nn.functional.glu", "nn.functional.gated"}
     assert "under TorchRefsMode" in reached["nn.functional.glu"][0].how
-    # a call of torch._refs.sigmoid itself is an ordinary call edge, not this link
-    assert "nn.functional.plain" not in reached
+    # a call of torch._refs.sigmoid itself is an ordinary call edge, not this link; a
+    # method of a str (`key: str`) is none of a tensor's (selection.python.receivers)
+    assert "nn.functional.plain" not in reached and "nn.functional.labelled" not in reached
 
 
 def test_the_reached_references_link_their_ref_entries_instances() -> None:

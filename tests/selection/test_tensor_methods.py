@@ -70,6 +70,23 @@ def test_a_plain_method_is_reached_by_calls_naming_it_not_by_constructions(
     assert {op for op, _ in linked_ops(state)} == {"mul"}
 
 
+# the method's name called on a str parameter and on a set: no tensor's method
+PLAIN = WRAPPING.replace(
+    "def scale(x):\n    return x.scaled(3)",
+    "def scale(x, label: str = 'x'):\n    done = set()\n    done.scaled(label.scaled(3))\n"
+    "    return x * 3",
+)
+
+
+def test_a_method_called_on_a_value_that_is_never_a_tensor_is_no_use_of_the_tensors(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    assert "label.scaled(3)" in PLAIN
+    old, new = "return self * factor", "return self + factor"
+    state = _select(upstream, manifest, tmp_path, old, new, PLAIN)
+    assert {op for op, _ in linked_ops(state)} == set()
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [("return self.clone()", "return self.detach()"), ("return self * 2", "return self + 2")],

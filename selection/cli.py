@@ -451,7 +451,7 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
 
 SHOWN_CAUSES = 3
 CAUSE_WIDTH = 160
-_LINK_COUNT = re.compile(r"^(.*? -> \d+ links?)")
+_LINK_COUNT = re.compile(r"^(.*? -> \d+ ways? in)")
 
 
 def _largest_causes(console: Console, groups: list[Any], widen: str) -> None:
@@ -465,7 +465,7 @@ def _largest_causes(console: Console, groups: list[Any], widen: str) -> None:
     console.print("largest causes (more in report.md, 'Biggest causes'):")
     for group in largest:
         text = group.cause.summary
-        head = _LINK_COUNT.match(text)  # "f modified -> 435 links: template ...": the change
+        head = _LINK_COUNT.match(text)  # "f modified -> 435 ways in: template ...": the change
         text = head.group(1) if head else text
         if len(text) > CAUSE_WIDTH:
             text = text[: CAUSE_WIDTH - 1] + "…"

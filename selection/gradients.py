@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterable
 
 from selection.pyast import Symbol
 
-GRADIENT_WORDS = ("grad", "backward", "autograd", "jvp", "vjp", "jacobian", "hessian")
+# forward-mode AD too: `fwAD.make_dual`, `dual_level` run the forward formulas
+GRADIENT_WORDS = (
+    "grad", "backward", "autograd", "jvp", "vjp", "jacobian", "hessian", "dual", "fwad", "forward_ad",
+)  # fmt: skip
 
 
 # Keywords that ask for gradients when true; set to a literal False they ask for none.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from selection.devices import names_cpu_test_decorator, names_other_device
@@ -380,6 +380,22 @@ def _assign_targets(stmt: ast.stmt) -> list[str]:
 
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)  # the statements that define a function
+# What opens a scope of its own, and the comprehensions (whose `for` targets are their own).
+SCOPES = (*FUNCTION_DEFS, ast.Lambda, ast.ClassDef)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def own_nodes(nodes: Iterable[ast.AST], comprehensions: bool = True) -> Iterator[ast.AST]:
+    """`nodes` and the nodes under them, not entering nested functions, lambdas or classes
+    (those are yielded, their insides not), nor comprehensions unless `comprehensions`."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, SCOPES) and (
+            comprehensions or not isinstance(node, COMPREHENSIONS)
+        ):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _with_stubs_left_out(symbol: Symbol, names: TypingNames) -> Symbol:

@@ -51,7 +51,8 @@ class Template:
     seen: bool = True  # False: assumed from a manifest, the body was not available
     symbol: Symbol | None = None
     refs: frozenset[str] = frozenset()
-    # Whether the body (or a helper of its file) computes gradients; None: body not seen.
+    # Whether the body (or a helper of its file) computes gradients; None: not known (the
+    # body neither read nor recorded in the layout).
     computes_gradients: bool | None = None
     # Whether it traces what it tests (torch.compile, FakeTensor, make_fx, export, meta
     # tensors): only then do Python decompositions and meta kernels run. None: not known.

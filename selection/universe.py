@@ -120,13 +120,21 @@ def _assumed(
 ) -> None:
     named, patterns = backend.named_templates()
     layout = load_layout()
-    recorded = [t for t in named if layout.template(t.file, t.test_class, t.method) is not None]
+    recorded = [
+        found
+        for t in named
+        if (found := layout.template(t.file, t.test_class, t.method)) is not None
+    ]
+    narrowing = sum(t.computes_gradients is False or t.handles_errors is False for t in recorded)
     universe.blind_spots.append(
         "no test/ tree (release wheels do not ship it): test template bodies were not seen; "
         f"{len(named)} templates named by the manifests are enumerated with parametrization "
         f"assumed ({len(recorded)} as recorded from {layout.source or 'no recorded tree'}, "
-        f"{len(named) - len(recorded)} from the per-file op lists; ids marked exact=false); "
-        "pass --pytorch-src, or let the release's test/ be fetched, for exact ids"
+        f"{len(named) - len(recorded)} from the per-file op lists; ids marked exact=false), "
+        f"and what their bodies use and do is that tree's: {narrowing} of them computed no "
+        "gradients or handled no errors there, so a derivative or failing-path change passes "
+        "them by; pass --pytorch-src, or let the release's test/ be fetched, for exact ids "
+        "and bodies"
     )
     if patterns:
         universe.blind_spots.append(

@@ -9,6 +9,10 @@ _RAN_CHANGED = {
     "entry": "the op's OpInfo/ModuleInfo entry changed",
     "native": "the op's schema, kernel or derivative formula changed",
     "library": "library code these tests run changed (the cause chain shows the path)",
+    "helper": "a helper these tests run changed (the cause chain shows the path)",
+    "widen": "what changed could not be analysed or linked test by test, so what it may "
+    "reach runs (the cause says why)",
+    "unparseable": "a changed file could not be parsed, so what depends on it runs",
 }
 
 # How likely a change of each kind is to break a reused test (higher runs first).
@@ -110,4 +114,4 @@ class DeterministicAgent:
             return Verdict("run", _RAN_CHANGED[kind], 0.8, priority, self.name)
         if kind == "template":
             return Verdict("run", "the test body itself changed", 0.9, priority, self.name)
-        return Verdict("run", f"reached by a changed {kind}", 0.6, priority, self.name)
+        return Verdict("run", f"reached through a `{kind}` link", 0.6, priority, self.name)

@@ -23,7 +23,7 @@ from dataclasses import replace
 from selection.links.base import Step, Target
 from selection.links.graph import Edge
 from selection.python.resolver import Resolver
-from selection.python.summary import PLAIN_VALUE, ModuleSummary, Use, is_test_code
+from selection.python.summary import ModuleSummary, Use, is_test_code, unknown_receiver
 
 KIND = "call"
 TENSOR_MODULE = "torch/_tensor.py"
@@ -52,8 +52,8 @@ def _method_fallback(
     library: bool,
     own_methods: OwnMethods,
 ) -> list[Target]:
-    if use.how != "call" or len(use.chain) < 2 or use.chain[0] == PLAIN_VALUE:
-        return []  # a method of a str, list, dict, ... (selection.python.receivers)
+    if use.how != "call" or len(use.chain) < 2:
+        return []
     name = use.chain[-1]
     if name.startswith("__") and name.endswith("__"):
         return []  # `child.__repr__()`: every object has one, the receiver decides
@@ -140,8 +140,7 @@ def uses_of(
     library = not is_test_code(summary.path)
     for use in summary.uses.get(qualname, ()):
         targets = resolver.resolve(summary, qualname, use.chain)
-        unknown = use.chain[0] not in summary.kinds and use.chain[0] not in summary.bindings
-        if not targets and unknown:
+        if not targets and unknown_receiver(use.chain, summary):
             targets = _method_fallback(
                 use, summary, tensor, resolver.aten_ops, library, methods_by_name
             )

@@ -200,7 +200,7 @@ class LinkGraph:
         best: dict[_State, Link] = {}
         queue: deque[_State] = deque()
         for link in starts:
-            state = (node_of(link.target), False, DERIVATIVE in link.kinds)
+            state = (node_of(link.target), REGISTRATION in link.kinds, DERIVATIVE in link.kinds)
             if state not in best:
                 best[state] = Link(state[0], link.evidence, link.basis, link.kinds)
                 queue.append(state)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from selection.links.base import Link, Step, Target
 from selection.python.chains import aten_in_chain
 from selection.python.operators import MODE_MODULE
-from selection.python.summary import PLAIN_VALUE, ModuleSummary
+from selection.python.summary import ModuleSummary, unknown_receiver
 
 REFS_ROOT = "torch/_refs/"
 # The mode's table of what it sends where. Its entries are data the mode looks up, not code
@@ -114,8 +114,7 @@ def _called_torch_name(chain: tuple[str, ...], how: str, summary: ModuleSummary)
         return aten_name(op)
     if chain[0] == "torch":
         return ".".join(chain[1:])
-    unknown = chain[0] not in summary.kinds and chain[0] not in summary.bindings
-    return chain[1] if len(chain) == 2 and unknown and chain[0] != PLAIN_VALUE else ""
+    return chain[1] if len(chain) == 2 and unknown_receiver(chain, summary) else ""
 
 
 Direct = Callable[[str], Iterable[tuple[str, Step]]]

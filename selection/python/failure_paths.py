@@ -34,7 +34,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from selection.pyast import FUNCTION_DEFS, normalized_fingerprint
+from selection.pyast import FUNCTION_DEFS, normalized_fingerprint, own_nodes
 
 # torch's check functions and the position of their message argument. The message is
 # formatted only when the check fails (a callable is called then, a string used then).
@@ -105,12 +105,7 @@ def _shared_names(function: ast.AST) -> set[str]:
 
 def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
     """The nodes under `root`, not descending into nested functions, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(root))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (*FUNCTION_DEFS, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
+    return own_nodes(ast.iter_child_nodes(root))
 
 
 @dataclass

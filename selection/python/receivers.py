@@ -11,20 +11,24 @@ A name is a *plain value* in a function when every binding of it there gives one
 - a parameter annotated with a builtin container or string type (`str`, `list[str]`,
   `dict[str, Any]`, `Optional[str]`, `str | None`, ...), or `*args` (a tuple) and
   `**kwargs` (a dict);
-- an assignment (or an annotated one) of a literal, an f-string, `"..." % x`, a list, dict
-  or set display or comprehension, a tuple display, a call of a builtin constructor
-  (`set()`, `dict(...)`, `str(x)`, `sorted(...)`, `collections.defaultdict(list)`, ...), or a
-  str method called on such a value (`"-".join(parts)`).
+- an assignment (an annotated one also annotated so) of a literal, an f-string, `"..." % x`,
+  a list, dict or set display or comprehension, a tuple display, a call of a builtin
+  constructor (`set()`, `dict(...)`, `str(x)`, `sorted(...)`, `collections.defaultdict(list)`;
+  not where the function or its module binds that name itself), or a str method called on
+  a string literal (`"-".join(parts)`).
 Any other binding -- another assignment, `+=`, a `for` or `with` target, a walrus, an
-import, `global`/`nonlocal`, a `del` -- makes the name unknown, as does its absence (a name
-of an enclosing function or of the module). Nested functions and lambdas have their own
-names; comprehensions bind theirs in their own scope and are read as such.
+import, `global`/`nonlocal`, a `nonlocal` of a function nested in it, a `del` -- makes the
+name unknown, as does its absence (a name of an enclosing function or of the module).
+Nested functions and lambdas have their own names, and a comprehension its `for` targets:
+the use collector (selection.python.summary) takes those out where it enters them.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+
+from selection.pyast import COMPREHENSIONS, FUNCTION_DEFS, own_nodes
 
 # Builtin types and typing's names for them: an annotation built only of these (and None)
 # says the value is no tensor.
@@ -37,8 +41,8 @@ VALUE_TYPES = frozenset(
         "Counter", "Deque", "deque", "defaultdict", "LiteralString",
     }
 )  # fmt: skip
-# Calls that build a builtin value whatever they are given.
-CONSTRUCTORS = frozenset(
+# Calls that build a builtin value whatever they are given (unless the name is rebound).
+BUILTIN_CONSTRUCTORS = frozenset(
     {
         "str", "repr", "format", "bytes", "list", "dict", "set", "frozenset", "tuple",
         "sorted", "defaultdict", "OrderedDict", "Counter", "deque",
@@ -65,25 +69,34 @@ _NAMING = (
     ast.MatchStar,
     ast.MatchMapping,
 )
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def plain_values(args: ast.arguments, body: list[ast.stmt] | list[ast.expr]) -> frozenset[str]:
-    """The names of a function (its `args` and `body`) that can never hold a tensor."""
+def plain_values(
+    args: ast.arguments,
+    body: list[ast.stmt] | list[ast.expr],
+    module_names: Collection[str] = frozenset(),
+) -> frozenset[str]:
+    """The names of a function (its `args` and `body`) that can never hold a tensor.
+    `module_names`: what the module defines or imports (a `list` of its own is no builtin)."""
+    nodes = list(own_nodes(body, comprehensions=False))
+    bindings = [(name, value) for node in nodes for name, value in _bindings(node)]
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    stars = [star for star in (args.vararg, args.kwarg) if star is not None]
+    rebound = {name for name, _ in bindings} | {a.arg for a in (*params, *stars)}
+    shadowed = rebound | set(module_names)
     verdicts: dict[str, bool] = {}
 
     def bind(name: str, plain: bool) -> None:
         verdicts[name] = verdicts.get(name, True) and plain
 
-    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+    for arg in params:
         bind(arg.arg, is_value_annotation(arg.annotation))
-    for star in (args.vararg, args.kwarg):
-        if star is not None:
-            bind(star.arg, True)
-    for node in _own_nodes(body):
-        for name, plain in _bindings(node):
-            bind(name, plain)
+    for star in stars:
+        bind(star.arg, True)
+    for name, value in bindings:
+        bind(name, value is not None and is_plain_value(value, shadowed))
+    for name in _nonlocal_in_nested(nodes):
+        bind(name, False)  # a nested function may assign it anything
     return frozenset(name for name, plain in verdicts.items() if plain)
 
 
@@ -115,28 +128,36 @@ def is_value_annotation(node: ast.expr | None) -> bool:
     return False
 
 
-def is_plain_value(node: ast.expr) -> bool:
-    """An expression whose value is never a tensor."""
+def is_plain_value(node: ast.expr, shadowed: Collection[str] = frozenset()) -> bool:
+    """An expression whose value is never a tensor. `shadowed`: names the code rebinds
+    (a function called `sorted` of its own is no builtin)."""
     if isinstance(node, _DISPLAYS):
         return True
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        return isinstance(node.left, (ast.Constant, ast.JoinedStr))  # "%s" % x
+        return _is_text(node.left)  # "%s" % x (`1 % t` is a tensor)
     if isinstance(node, ast.Call):
-        if _last(node.func) in CONSTRUCTORS and not isinstance(node.func, ast.Call):
-            return isinstance(node.func, ast.Name) or _is_collections(node.func)
         func = node.func
+        if isinstance(func, ast.Name):
+            return func.id in BUILTIN_CONSTRUCTORS and func.id not in shadowed
+        if _is_collections(func):
+            return True
         return (
-            isinstance(func, ast.Attribute)
-            and func.attr in _STR_METHODS
-            and isinstance(func.value, (ast.Constant, ast.JoinedStr))
+            isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and _is_text(func.value)
         )
     return False
 
 
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
+    )
+
+
 def _is_collections(func: ast.expr) -> bool:
-    """`collections.defaultdict`, not `obj.list`."""
+    """`collections.defaultdict(...)`, `collections.OrderedDict()`: not `obj.list`."""
     return (
         isinstance(func, ast.Attribute)
+        and func.attr in BUILTIN_CONSTRUCTORS
         and isinstance(func.value, ast.Name)
         and func.value.id == "collections"
     )
@@ -150,36 +171,41 @@ def _last(node: ast.expr) -> str:
     return ""
 
 
-def _bindings(node: ast.AST) -> Iterator[tuple[str, bool]]:
-    """The names one statement or expression node binds, each with whether the value is
-    plain."""
+def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:
+    """The names one node of a function's own code binds, each with the value it is given
+    when that is one expression (None: anything)."""
     if isinstance(node, ast.Assign):
-        plain = is_plain_value(node.value)
         for target in node.targets:
             if isinstance(target, ast.Name):
-                yield target.id, plain
+                yield target.id, node.value
             else:
-                yield from ((name, False) for name in _stored(target))
+                yield from ((name, None) for name in _stored(target))
     elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        given = node.value is None or is_plain_value(node.value)
-        yield node.target.id, given and is_value_annotation(node.annotation)
+        # `x: list[int] = []` (both must say so); `x: str` alone binds nothing
+        if node.value is not None:
+            yield node.target.id, node.value if is_value_annotation(node.annotation) else None
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
-        yield from ((name, False) for name in node.names)
+        yield from ((name, None) for name in node.names)
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
         for alias in node.names:
-            yield (alias.asname or alias.name).split(".")[0], False
+            yield (alias.asname or alias.name).split(".")[0], None
     elif isinstance(node, _NAMING):
         # a definition, `except E as name`, a match capture: whatever it holds
         name = node.rest if isinstance(node, ast.MatchMapping) else node.name
         if name:
-            yield name, False
+            yield name, None
     elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)):
         bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
         if bound is not None:
-            yield from ((name, False) for name in _stored(bound))
+            yield from ((name, None) for name in _stored(bound))
     elif isinstance(node, ast.Delete):
         for deleted in node.targets:
-            yield from ((name, False) for name in _stored(deleted))
+            yield from ((name, None) for name in _stored(deleted))
+    elif isinstance(node, COMPREHENSIONS):
+        # its `for` targets are its own; a walrus in it binds in the function
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.NamedExpr):
+                yield from ((name, None) for name in _stored(sub.target))
 
 
 def _stored(target: ast.AST) -> Iterator[str]:
@@ -188,17 +214,13 @@ def _stored(target: ast.AST) -> Iterator[str]:
             yield sub.id
 
 
-def _own_nodes(body: list[ast.stmt] | list[ast.expr]) -> Iterator[ast.AST]:
-    """The nodes of a function body, not inside nested functions, lambdas, classes or
-    comprehensions (their names are their own; a nested definition's name is the
-    function's, and a walrus in a comprehension binds in the function: both still seen)."""
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, _SCOPES):
-            continue
-        if isinstance(node, _COMPREHENSIONS):
-            stack.extend(n for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
-            continue
-        stack.extend(ast.iter_child_nodes(node))
+def _nonlocal_in_nested(nodes: list[ast.AST]) -> set[str]:
+    """The names functions nested (at any depth) in the code declare `nonlocal`."""
+    return {
+        name
+        for node in nodes
+        if isinstance(node, (*FUNCTION_DEFS, ast.Lambda))
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Nonlocal)
+        for name in sub.names
+    }

@@ -23,7 +23,7 @@ from selection.links.registrations import (
     pending_factory_calls,
     registrations_in,
 )
-from selection.pyast import MODULE_SYMBOL, Symbol, module_symbols
+from selection.pyast import COMPREHENSIONS, MODULE_SYMBOL, Symbol, module_symbols
 from selection.python import operators
 from selection.python.chains import Chain, aten_in_chain, chain_of, last_name
 from selection.python.for_us import for_us, has_other_device_code
@@ -120,7 +120,7 @@ def summarize(
     _imports(summary, tree, names)
     defined = {q for q in symbols if "." not in q} | summary.bindings.keys()  # a `sum` of its own
     for qualname, symbol in symbols.items():
-        collector = _UseCollector(tests)
+        collector = _UseCollector(tests, frozenset(defined))
         for node in symbol.nodes:
             collector.collect(node)
         summary.uses[qualname] = tuple(collector.uses)
@@ -137,7 +137,7 @@ def summarize(
     summary.load_imports = imported_modules(
         tree, lambda module, level: names.absolute(path, module, level)
     )
-    summary.load_uses = _load_uses(tree, tests)
+    summary.load_uses = _load_uses(tree, tests, frozenset(defined))
     summary.accessors = frozenset(q for q, symbol in symbols.items() if is_accessor(symbol))
     summary.calls_on_load = frozenset(
         q
@@ -186,9 +186,9 @@ def _drop_registered_ops(summary: ModuleSummary, symbols: dict[str, Symbol]) -> 
         )
 
 
-def _load_uses(tree: ast.Module, tests: bool) -> tuple[Use, ...]:
+def _load_uses(tree: ast.Module, tests: bool, module_names: frozenset[str]) -> tuple[Use, ...]:
     """The calls and decorators of the code that runs when the module is imported."""
-    collector = _UseCollector(tests)
+    collector = _UseCollector(tests, module_names)
     for node, how in load_time_nodes(tree):
         collector.collect(node, how)
     return tuple(u for u in dict.fromkeys(collector.uses) if u.how in _RUN_ON_LOAD)
@@ -250,8 +250,9 @@ class _UseCollector:
     """Walks the code of one symbol that can run here (selection.python.for_us), collecting
     uses; only symbols with another device's code are copied and filtered."""
 
-    def __init__(self, tests: bool) -> None:
+    def __init__(self, tests: bool, module_names: frozenset[str] = frozenset()) -> None:
         self.tests = tests
+        self.module_names = module_names  # what the module defines or imports
         self.uses: list[Use] = []
         self.device_uses: list[Use] = []
         self._nesting = 0  # inside how many nested function bodies (Use.nesting)
@@ -273,7 +274,7 @@ class _UseCollector:
             self._nesting = nesting
             self._visit(guard, "reference")  # `if can_fuse(x) and x.is_cuda:` runs here
         ours = {(u.chain, u.how, u.line) for u in self.uses[kept:]}
-        everything = _UseCollector(self.tests)
+        everything = _UseCollector(self.tests, self.module_names)
         everything._start(node)
         everything._visit(node, how)
         self.device_uses.extend(u for u in everything.uses if (u.chain, u.how, u.line) not in ours)
@@ -371,6 +372,16 @@ class _UseCollector:
                 for item in items:
                     self._visit(item, "compared")
             return
+        if isinstance(node, COMPREHENSIONS) and self._plain:
+            # `[name.abs() for name in tensors]`: its `for` targets are its own names
+            own = {
+                n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
+            }
+            self._plain.append(self._plain[-1] - own)
+            for child in ast.iter_child_nodes(node):
+                self._visit(child, "reference")
+            self._plain.pop()
+            return
         for child in ast.iter_child_nodes(node):
             self._visit(child, "reference")
 
@@ -405,7 +416,7 @@ class _UseCollector:
         step = 1 if deeper else 0
         self._nesting += step
         self._in_place.append(runs_in_place(body))
-        self._plain.append(plain_values(args, body))
+        self._plain.append(plain_values(args, body, self.module_names))
         for stmt in body:
             self._visit(stmt, "reference")
         self._plain.pop()
@@ -474,6 +485,14 @@ def _guards(node: ast.AST) -> list[tuple[ast.expr, int]]:
 
     visit(node, 0, runs_in_place([node]))
     return found
+
+
+def unknown_receiver(chain: Chain, summary: ModuleSummary) -> bool:
+    """A method call's receiver whose type is not known (`x.softmax(...)`, `x.sum().add(y)`):
+    the head of its chain names nothing the module defines or imports, and is no plain
+    value (selection.python.receivers). Such a call is linked by the method's name alone."""
+    head = chain[0]
+    return head != PLAIN_VALUE and head not in summary.kinds and head not in summary.bindings
 
 
 def is_test_code(path: str) -> bool:

@@ -55,7 +55,7 @@ def _unanalysed_reason(path: str, base: str, release: bool) -> str:
     if not release:
         return f"the diff changes it, but the base tree ({base}) has no such file"
     what = (
-        "its test/ tree could not be fetched"
+        "its test/ tree was not fetched, or could not be"
         if path.startswith("test/")
         else "a wheel ships torch's Python sources and YAML, no C++, build or other sources"
     )

@@ -728,7 +728,7 @@ def test_the_largest_causes_are_those_that_select_a_group_judged_not_needed_is_n
     from selection.state import Group, Verdict
 
     def group(name: str, size: int, decision: str) -> Group:
-        found = Group(name, Cause("triage", "derivative", f"{name} modified -> 3 links: ..."))
+        found = Group(name, Cause("triage", "derivative", f"{name} modified -> 3 ways in: ..."))
         found.node_ids = [f"{name}-{i}" for i in range(size)]
         found.verdict = Verdict(decision, "", 0.8)
         return found
@@ -737,5 +737,5 @@ def test_the_largest_causes_are_those_that_select_a_group_judged_not_needed_is_n
     groups = [group("reached_no_gradients", 500, "not_needed"), group("runs", 12, "run")]
     _largest_causes(console, groups, "canary")
     shown = console.export_text()
-    assert "12 tests: runs modified -> 3 links" in shown
+    assert "12 tests: runs modified -> 3 ways in" in shown
     assert "reached_no_gradients" not in shown

@@ -38,6 +38,14 @@ class TestCommon(Base):
         for sample in op.sample_inputs(device, dtype, requires_grad=False):
             op(sample.input)
 
+    def test_forward_ad(self, device, dtype, op):
+        for sample in op.sample_inputs(device, dtype, requires_grad=False):
+            with fwAD.dual_level():
+                op(fwAD.make_dual(sample.input, sample.input.clone()))
+
+    def test_asks_as_told(self, device, dtype, op, flag=False):
+        op.sample_inputs(device, dtype, requires_grad=flag)
+
     def test_helper_in_a_base_class(self, device, dtype, op):
         self._check_grads(op(1))
 
@@ -59,6 +67,8 @@ def _run(op):
         ("test_forward", False),
         ("test_requires_grad_kwarg", True),
         ("test_asks_for_no_gradients", False),
+        ("test_forward_ad", True),
+        ("test_asks_as_told", True),
         ("test_helper_in_a_base_class", True),
         ("test_module_function", True),
         ("test_by_string", True),
@@ -88,7 +98,7 @@ def test_each_symbol_is_read_once_however_many_templates_reach_it(
     templates = [s for q, s in symbols.items() if "test_" in q]
     for _ in range(2):  # the second reading walks nothing again
         answers = [computes_gradients(s, callables) for s in templates]
-        assert answers == [False, True, False, True, True, True]
+        assert answers == [False, True, False, True, True, True, True, True]
     assert len(walked) == len(set(walked))
 
 

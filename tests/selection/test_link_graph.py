@@ -78,24 +78,26 @@ def test_a_root_reached_by_a_plain_chain_is_reached_in_full_however_short_a_narr
     """A chain through a derivative formula reaches only instances that compute gradients;
     one through a registration, only those that trace. The root keeps the least narrowed
     chain, not the shortest: `gather`'s OpInfo reached through max's backward formula in
-    two hops and through a library call in three runs in every template."""
+    three edges and through library calls in four runs in every template."""
     graph = LinkGraph()
     changed = Target.function("torch/_meta_registrations.py", "check")
     scatter, gather = Target.aten("scatter_add"), Target.aten("gather")
     entry = Target.entry("opinfo", "gather")
     helper = Target.function("torch/lib.py", "helper")
     wrapper = Target.function("torch/lib.py", "wrapper")
+    outer = Target.function("torch/lib.py", "outer")
     graph.add(scatter, changed, "call", STEP)
     graph.add(gather, scatter, "derivative", STEP)  # gather's formula calls scatter_add
-    graph.add(entry, gather, "dispatch", STEP)  # short, but gradients only
+    graph.add(entry, gather, "dispatch", STEP)  # three edges, but gradients only
     graph.add(helper, changed, "call", STEP)
     graph.add(wrapper, helper, "call", STEP)
-    graph.add(entry, wrapper, "argument", STEP)  # longer, plain
+    graph.add(outer, wrapper, "call", STEP)
+    graph.add(entry, outer, "argument", STEP)  # four edges, plain
     only_formula = Target.entry("opinfo", "max")
     graph.add(Target.aten("max"), scatter, "derivative", STEP)
     graph.add(only_formula, Target.aten("max"), "dispatch", STEP)
     reached = graph.reach([Link(changed, ())])
-    assert reached[entry].kinds == ("call", "call", "argument")
+    assert reached[entry].kinds == ("call", "call", "call", "argument")
     assert reached[only_formula].kinds == ("call", "derivative", "dispatch")
 
 

@@ -81,3 +81,63 @@ def test_a_value_annotation_names_only_containers_strings_and_none(
     annotation: str, plain: bool
 ) -> None:
     assert is_value_annotation(ast.parse(annotation, mode="eval").body) is plain
+
+
+def _plain(source: str, module_names: frozenset[str] = frozenset()) -> frozenset[str]:
+    function = ast.parse(textwrap.dedent(source)).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    return plain_values(function.args, function.body, module_names)
+
+
+def test_a_builtin_the_function_or_its_module_rebinds_builds_no_plain_value() -> None:
+    """`sorted` of its own (`cuda/_memory_viz.py` nests a `format`, `hub.py` defines `list`)
+    may return a tensor."""
+    own = "def f(t):\n    sorted = make\n    y = sorted(t)\n    z = list(t)\n"
+    assert _plain(own) == {"z"}
+    assert _plain(own, module_names=frozenset({"list"})) == set()
+
+
+def test_only_text_formats_with_percent() -> None:
+    """`"%s" % x` is a str; `1 % t` is `t.__rmod__(1)`, a tensor."""
+    assert _plain("def f(t):\n    a = '%s' % t\n    b = 1 % t\n    c = f'{t}' % t\n") == {"a", "c"}
+
+
+def test_a_name_a_nested_function_declares_nonlocal_may_hold_anything() -> None:
+    source = """
+    def f(t):
+        acc = []
+        seen = set()
+        def g():
+            def h():
+                nonlocal acc
+                acc = t.clone()
+            h()
+        g()
+    """
+    assert _plain(source) == {"seen"}
+
+
+def _chains(source: str) -> set[tuple[str, ...]]:
+    from selection.python.names import ModuleNames
+    from selection.python.summary import summarize
+
+    text = textwrap.dedent(source)
+    summary = summarize("torch/m.py", ast.parse(text), text, ModuleNames(["torch/m.py"]))
+    return {use.chain for uses in summary.uses.values() for use in uses if use.how == "call"}
+
+
+def test_a_comprehensions_targets_are_its_own_names() -> None:
+    """`name` is a str in `f`, but the comprehension's `name` is each tensor."""
+    chains = _chains(
+        """
+        def f(tensors, name: str, *args):
+            name.split(".")
+            kept = [name.abs() for name in tensors]
+            total = sum(args.sum() for args in tensors)
+            args.index(1)
+            return kept, total
+        """
+    )
+    assert ("<plain value>", "split") in chains and ("<plain value>", "index") in chains
+    assert ("name", "abs") in chains and ("args", "sum") in chains
+    assert ("<plain value>", "abs") not in chains and ("<plain value>", "sum") not in chains

@@ -311,7 +311,7 @@ def test_triage_decides_per_root_cause_and_ranks_mandatory_and_float16_first(
     [group] = state.groups
     assert group.verdict is not None
     assert (group.verdict.decision, group.verdict.agent) == ("run", "deterministic")
-    assert group.verdict.rationale == "reached by a changed helper"
+    assert group.verdict.rationale.startswith("a helper these tests run changed")
     assert "sample_inputs_unary modified" in group.cause.summary
     ranked = [(c.mode, c.instance.dtype) for c in state.candidates.values()]
     assert ranked == [
@@ -382,6 +382,6 @@ def test_a_path_a_release_cannot_hold_says_the_wheel_ships_no_such_source() -> N
     cpp = _unanalysed_reason("aten/src/ATen/native/BinaryOps.cpp", "2.13.0", release=True)
     assert "release 2.13.0" in cpp and "no C++" in cpp and "--pytorch-repo" in cpp
     test = _unanalysed_reason("test/test_ops.py", "2.13.0", release=True)
-    assert "test/ tree could not be fetched" in test
+    assert "test/ tree was not fetched, or could not be" in test
     clone = _unanalysed_reason("aten/x.cpp", "abc123", release=False)
     assert clone == "the diff changes it, but the base tree (abc123) has no such file"

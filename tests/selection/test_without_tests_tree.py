@@ -47,9 +47,15 @@ def test_without_test_tree_templates_are_assumed_and_the_blind_spot_is_stated(
 ) -> None:
     upstream, head, _ = release_like
     state = _select(upstream, head, manifest, None)
-    assert any("no test/ tree" in spot and "exact=false" in spot for spot in state.blind_spots)
+    [spot] = [spot for spot in state.blind_spots if "no test/ tree" in spot]
+    assert "exact=false" in spot
     universe = state.universe
     assert universe is not None and universe.exact_ids == set()
+    # the recorded bodies narrow what derivative and failing-path changes reach: said, counted
+    recorded = [t for t in universe.templates if not t.seen and t.recorded_from]
+    narrowing = sum(t.computes_gradients is False or t.handles_errors is False for t in recorded)
+    assert narrowing > 0
+    assert f"{narrowing} of them computed no gradients or handled no errors there" in spot
     # test_out is known from the recorded upstream layout (selection/data/upstream_layout.json:
     # `@ops(ops_and_refs, dtypes=OpDTypes.any_one)`, one dtype per op, float32 first); the
     # templates it does not know (test_plain, ...) are guessed as @ops(op_db) of test_ops.py

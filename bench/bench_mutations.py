@@ -55,8 +55,10 @@ from mutations.truth import (  # noqa: E402
     RunPlan,
     declared_truth,
     execution_truth,
+    forward_only,
     is_single_op,
     isolated_check,
+    joint_graph_suspects,
     judge,
     own_op,
     pair_key,
@@ -296,13 +298,21 @@ class Bench:
                 else {}
             )  # through the pool: one process at a time edits the scratch copy
             order_only = isolated_check(suspects, first, alone)
-            truth = changes.truth - order_only
+            joint = joint_graph_suspects(changes, first, after, self.paths)
+            forward = (
+                pool.submit(self.truth.forward_compiled, record["path"], text, sorted(joint))
+                if joint
+                else None
+            )
+            joint_only = forward_only(joint, *forward.result()) if forward is not None else set()
+            truth = changes.truth - order_only - joint_only
             record["run"].update(
                 seconds=round(seconds, 1),
                 unstable=[pair_key(p) for p in sorted(unstable & set(after))],
                 changed_without_executing=sorted(pair_key(p) for p in suspects - order_only),
                 changed_only_beside_other_pairs=sorted(pair_key(p) for p in order_only),
                 changed_only_in_paths_no_test_runs=sorted(pair_key(p) for p in changes.unreached),
+                changed_only_compiled_with_gradients=sorted(pair_key(p) for p in joint_only),
             )
             self._finish(record, {pair_key(p) for p in truth})
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from mutations.truth import Digest, Instance, OpFacts, Pair, Selected
 
-from spyre_ci.deps import ALL_PATHS, COMPILED_PATHS
+from spyre_ci.deps import ALL_PATHS, COMPILED_PATHS, FORWARD_COMPILE
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = "2.13.0"
@@ -198,10 +198,23 @@ class TruthRunner:
         for pyc in (file.parent / "__pycache__").glob(f"{file.stem}.*.pyc"):
             pyc.unlink(missing_ok=True)
 
-    def after(
+    def forward_compiled(
         self, path: str, text: str, pairs: Sequence[Pair]
+    ) -> tuple[dict[Pair, Digest], dict[Pair, Digest]]:
+        """The pairs' forward-only compiled digests before and after the mutation; a pair
+        whose run fails either way is left out (it counts as changed)."""
+        try:
+            before = self._run(pairs, [FORWARD_COMPILE])
+            after, _ = self.after(path, text, pairs, [FORWARD_COMPILE])
+        except MutatedTorchFailed:
+            return {}, {}
+        return before, after
+
+    def after(
+        self, path: str, text: str, pairs: Sequence[Pair], paths: Sequence[str] = ()
     ) -> tuple[dict[Pair, Digest], float]:
-        """Digests of the pairs with `path` replaced by `text` in the scratch copy."""
+        """Digests of the pairs with `path` replaced by `text` in the scratch copy (over
+        `paths`: all by default)."""
         file = self.root / path
         original = file.read_text(encoding="utf-8")
         start = time.perf_counter()
@@ -209,8 +222,10 @@ class TruthRunner:
             file.write_text(text, encoding="utf-8")
             self._pyc_gone(path)
             try:
-                return self._run(pairs), time.perf_counter() - start
+                return self._run(pairs, paths), time.perf_counter() - start
             except MutatedTorchFailed as exc:
+                if paths:
+                    raise  # a probe over some paths: the caller decides
                 if len(pairs) > 1:  # which pair killed the process: each on its own
                     return {p: self._one_after_crash(p) for p in pairs}, time.perf_counter() - start
                 return {pairs[0]: self._crashed(pairs[0], exc)}, time.perf_counter() - start

@@ -141,6 +141,11 @@ EXCLUSIONS = (
         "changed only in paths no in-scope test of the pair runs (compiled: none traces; "
         "backward: none computes gradients)",
     ),
+    (
+        "changed_only_compiled_with_gradients",
+        "changed only where compiled with gradients (a forward-only compile does not see it), "
+        "no in-scope test of the pair traces with gradients",
+    ),
     ("changed_only_beside_other_pairs", "changed only beside other pairs, not when run alone"),
 )
 

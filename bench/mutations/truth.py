@@ -181,6 +181,39 @@ def execution_truth(
     return Changes(changed - unreached, unreached)
 
 
+def joint_graph_suspects(
+    changes: Changes,
+    before: Mapping[Pair, Digest],
+    after: Mapping[Pair, Digest],
+    runs: Mapping[Pair, frozenset[str]],
+) -> set[Pair]:
+    """Truth pairs (OpInfo) whose change shows only where compiled, and whose in-scope tests
+    trace the op but none with gradients: `compile` compiled samples requiring grad, so the
+    joint graph's backward meta kernels ran there; a forward-only compile (`forward_only`)
+    tells whether a forward trace sees the change at all."""
+    found = set()
+    for pair in changes.truth:
+        paths = changed_paths(before[pair], after[pair])
+        tests_run = runs.get(pair, frozenset())
+        if (
+            pair[0] == "opinfo"
+            and paths
+            and paths <= COMPILED_PATHS
+            and "compile" in tests_run
+            and "compile_backward" not in tests_run
+        ):
+            found.add(pair)
+    return found
+
+
+def forward_only(
+    suspects: set[Pair], before: Mapping[Pair, Digest], after: Mapping[Pair, Digest]
+) -> set[Pair]:
+    """Of the suspects, those whose forward-only compile (`FORWARD_COMPILE` digests, before
+    and after the mutation) did not change: only a compile with gradients shows them."""
+    return {p for p in suspects if p in before and p in after and not _differs(before[p], after[p])}
+
+
 def pair_paths(reused: Iterable[Instance]) -> dict[Pair, frozenset[str]]:
     """Per pair, the needing paths some in-scope instance of it runs."""
     found: dict[Pair, frozenset[str]] = {}

@@ -23,3 +23,8 @@ ALL_PATHS: tuple[str, ...] = (
 # Paths that compile: what only they run is recorded apart (`compiled_*` lists), since it
 # runs for a test only where the test traces its op (or the device compiles eager ops).
 COMPILED_PATHS = frozenset({"compile", "compile_backward"})
+# Not recorded, asked for by the mutation benchmark's truth only: an OpInfo's samples through
+# torch.compile without gradients. `compile` compiles samples that require grad where the op
+# has a backward, so AOT autograd traces the joint graph and runs the backward's meta kernels
+# too; this path tells what a forward-only trace (FakeTensor's templates) can see.
+FORWARD_COMPILE = "compile_forward"

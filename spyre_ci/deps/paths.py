@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from spyre_ci.deps import ALL_PATHS
+from spyre_ci.deps import ALL_PATHS, FORWARD_COMPILE
 from spyre_ci.deps.probes import adopt_on_backward
 
 
@@ -149,10 +149,12 @@ def opinfo_steps(op: Any, dtype: torch.dtype, settings: RunSettings) -> Iterator
             yield Step("backward", i, seeded(seed, _backward_call, op, sample, seed))
     if "compile" in wanted:
         yield from _compiled_op_steps(op, dtype, settings, backward)
+    if FORWARD_COMPILE in wanted:
+        yield from _compiled_op_steps(op, dtype, settings, False, FORWARD_COMPILE)
 
 
 def _compiled_op_steps(
-    op: Any, dtype: torch.dtype, settings: RunSettings, backward: bool
+    op: Any, dtype: torch.dtype, settings: RunSettings, backward: bool, path: str = "compile"
 ) -> Iterator[Step]:
     """The first samples through torch.compile; one fresh compilation per pair (so what a
     pair records does not depend on which pairs ran before it in the same process)."""
@@ -174,7 +176,7 @@ def _compiled_op_steps(
 
     for i, sample in enumerate(samples):
         kept: dict[str, Any] = {}
-        yield Step("compile", i, seeded(seed, _keep, kept, _call, compiled, sample))
+        yield Step(path, i, seeded(seed, _keep, kept, _call, compiled, sample))
         if backward and "out" in kept:  # the caller has run the step above by now
             inputs = grad_leaves([sample.input, sample.args, sample.kwargs])
             yield Step("compile_backward", i, seeded(seed, grad_of_kept, kept, inputs, seed))

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from selection.observed import Pair
-from spyre_ci.deps import ALL_PATHS
+from spyre_ci.deps import ALL_PATHS, FORWARD_COMPILE
 
 
 @dataclass(frozen=True)
@@ -298,9 +298,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--pairs-file {args.pairs_file}: {exc}")
     if not pairs:
         parser.error("no pairs: give --pair or --pairs-file")
-    unknown = sorted(set(args.paths.split(",")) - set(ALL_PATHS))
+    unknown = sorted(set(args.paths.split(",")) - {*ALL_PATHS, FORWARD_COMPILE})
     if unknown:
-        parser.error(f"--paths: unknown path {unknown[0]!r} (known: {', '.join(ALL_PATHS)})")
+        known = ', '.join((*ALL_PATHS, FORWARD_COMPILE))
+        parser.error(f"--paths: unknown path {unknown[0]!r} (known: {known})")
     return _emit(args, pairs)
 
 

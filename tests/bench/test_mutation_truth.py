@@ -15,8 +15,10 @@ from mutations.truth import (
     Selected,
     declared_truth,
     execution_truth,
+    forward_only,
     is_single_op,
     isolated_check,
+    joint_graph_suspects,
     judge,
     pair_key,
     pair_paths,
@@ -246,3 +248,31 @@ def test_a_mutation_that_breaks_torch_itself_changes_every_pair_it_runs(tmp_path
     assert after[pairs[0]].status.startswith("error: the mutated torch failed: ")
     assert "AssertionError: mutated" in after[pairs[0]].status
     assert (runner.root / path).read_text(encoding="utf-8") == original  # restored
+
+
+def test_a_change_a_forward_only_compile_does_not_see_needs_a_test_tracing_with_gradients() -> None:
+    """Suspects: OpInfo pairs changed only where compiled whose tests trace but none with
+    gradients; those whose forward-only compile is unchanged leave the truth."""
+    joint, forward, eager, graded = SCOPE[:4]
+    before = {p: _digest(eager="1", compile="2", compile_backward="3") for p in SCOPE[:4]}
+    after = {
+        joint: _digest(eager="1", compile="changed", compile_backward="3"),
+        forward: _digest(eager="1", compile="changed", compile_backward="3"),
+        eager: _digest(eager="changed", compile="changed", compile_backward="3"),
+        graded: _digest(eager="1", compile="changed", compile_backward="3"),
+    }
+    runs = pair_paths(
+        [
+            _inst(joint, traces=True, gradients=False),
+            _inst(forward, traces=True, gradients=False),
+            _inst(eager, traces=True, gradients=False),
+            _inst(graded, traces=True, gradients=True),
+        ]
+    )
+    changes = execution_truth(before, after, set(), runs)
+    suspects = joint_graph_suspects(changes, before, after, runs)
+    assert suspects == {joint, forward}  # not an eager change, not one a gradient trace sees
+    forward_before = {joint: _digest(compile_forward="a"), forward: _digest(compile_forward="a")}
+    forward_after = {joint: _digest(compile_forward="a"), forward: _digest(compile_forward="b")}
+    assert forward_only(suspects, forward_before, forward_after) == {joint}
+    assert forward_only(suspects, {}, {}) == set()  # the probe failed: all stay truth

@@ -73,3 +73,35 @@ def test_entry_point_rejects_unknown_paths(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "unknown path 'nonsense'" in done.stderr
+
+
+def test_a_forward_only_compile_does_not_see_a_backward_meta_kernel(tmp_path: Path) -> None:
+    """`compile` compiles samples that require grad, so AOT autograd traces cummin's joint
+    graph and runs the meta kernel of scatter_add (its backward): the mutated meta changes
+    it (or the error it raises there kills the process, as the benchmark's runner knows);
+    `compile_forward`, asked for by the mutation benchmark only, compiles the forward alone
+    and does not run it."""
+    cummin = ("opinfo", "cummin", "float32")
+    forward = ["--max-samples", "1", "--paths", "compile_forward"]
+    joint = ["--max-samples", "1", "--paths", "compile"]
+    before, joint_before = (
+        run_digests([cummin], options=forward),
+        run_digests([cummin], options=joint),
+    )
+    scratch = scratch_torch(tmp_path / "scratch")
+    meta = scratch / "torch" / "_meta_registrations.py"
+    text = meta.read_text()
+    assert '        if reduce_ == "add":' in text  # get_operator_enum, scatter's meta helper
+    meta.write_text(text.replace('        if reduce_ == "add":', '        if reduce_ == "no":', 1))
+    after = run_digests([cummin], pythonpath=[scratch], options=forward)
+    assert set(before.digests[cummin].paths) == {"compile_forward"}
+    assert before.digests[cummin].paths == after.digests[cummin].paths
+    try:
+        joint_after = run_digests([cummin], pythonpath=[scratch], options=joint)
+    except RuntimeError as exc:
+        assert "exited" in str(exc)  # the process died in the compiled backward's thread
+    else:
+        assert (
+            joint_after.digests[cummin].paths["compile"]
+            != (joint_before.digests[cummin].paths["compile"])
+        )

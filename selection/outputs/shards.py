@@ -59,13 +59,16 @@ def assign_shards(
 
 
 def actions_matrix(loads: list[float], counts: list[int], basis: str) -> dict[str, object]:
-    """`strategy.matrix` for GitHub Actions: `matrix: ${{ fromJSON(needs.select.outputs.matrix) }}`."""
+    """`strategy.matrix` for GitHub Actions: `matrix: ${{ fromJSON(needs.select.outputs.matrix) }}`.
+    Balanced by counts (no durations known), a shard's load is a test count, not seconds:
+    its `estimated_seconds` is null. With nothing selected `include` is empty, which
+    GitHub refuses as a matrix: gate the test jobs on `select`'s exit 4."""
     return {
         "include": [
             {
                 "shard": n + 1,
                 "tests": counts[n],
-                "estimated_seconds": loads[n],
+                "estimated_seconds": loads[n] if basis == "durations" else None,
                 "balanced_by": basis,
             }
             for n in range(len(loads))

@@ -48,9 +48,15 @@ def test_unknown_ids_cost_the_median_of_the_known_ones() -> None:
 
 
 def test_matrix_lists_only_shards_with_tests() -> None:
-    assert actions_matrix([3.0, 0.0], [3, 0], "counts") == {
-        "include": [{"shard": 1, "tests": 3, "estimated_seconds": 3.0, "balanced_by": "counts"}]
+    assert actions_matrix([3.0, 0.0], [3, 0], "durations") == {
+        "include": [{"shard": 1, "tests": 3, "estimated_seconds": 3.0, "balanced_by": "durations"}]
     }
+
+
+def test_a_matrix_balanced_by_counts_estimates_no_seconds() -> None:
+    """Without durations a shard's load counts tests: no seconds are claimed."""
+    [shard] = actions_matrix([3.0], [3], "counts")["include"]  # type: ignore[misc]
+    assert shard == {"shard": 1, "tests": 3, "estimated_seconds": None, "balanced_by": "counts"}
 
 
 def test_a_bad_durations_file_is_named(tmp_path: Path) -> None:

@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no pairs: give --pair or --pairs-file")
     unknown = sorted(set(args.paths.split(",")) - {*ALL_PATHS, FORWARD_COMPILE})
     if unknown:
-        known = ', '.join((*ALL_PATHS, FORWARD_COMPILE))
+        known = ", ".join((*ALL_PATHS, FORWARD_COMPILE))
         parser.error(f"--paths: unknown path {unknown[0]!r} (known: {known})")
     return _emit(args, pairs)
 

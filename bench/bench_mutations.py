@@ -298,7 +298,7 @@ class Bench:
                 else {}
             )  # through the pool: one process at a time edits the scratch copy
             order_only = isolated_check(suspects, first, alone)
-            joint = joint_graph_suspects(changes, first, after, self.paths)
+            joint = joint_graph_suspects(changes, first, after, self.paths, self.facts.backward)
             forward = (
                 pool.submit(self.truth.forward_compiled, record["path"], text, sorted(joint))
                 if joint

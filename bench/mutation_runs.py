@@ -33,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 VERSION = "2.13.0"
 UNCOMPILED_PATHS = tuple(p for p in ALL_PATHS if p not in COMPILED_PATHS)
 TRUTH_OPTIONS = ("--max-samples", "4", "--compile-samples", "1")  # as `deps record` runs
+# The forward-only probe (TruthRunner.forward_compiled): as many samples as the eager paths
+# run, since the tests it stands for (FakeTensor's) trace every sample.
+FORWARD_PROBE_OPTIONS = ("--compile-samples", "4")
 
 
 @dataclass
@@ -148,10 +151,13 @@ def probe(pairs: Sequence[Pair]) -> tuple[set[str], OpFacts]:
 
 
 def _code_hash() -> str:
-    """What a digest depends on besides torch: the runner and the reference device."""
+    """What a digest depends on besides torch: the runner and the reference device (its
+    code and the capability file it loads)."""
     digest = hashlib.sha256(VERSION.encode() + " ".join(TRUTH_OPTIONS).encode())
     files = sorted((ROOT / "spyre_ci" / "deps").glob("*.py"))
     files += sorted((ROOT / "torch_spyre_ref").rglob("*.py"))
+    files += [ROOT / "torch_spyre_ref" / "capabilities.yaml"]
+    files += [ROOT / "test_manifests" / "capabilities.py"]
     for path in files:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -165,7 +171,10 @@ def _merged(runs: Iterable[dict[Pair, Digest]]) -> dict[Pair, Digest]:
 
 
 def _digests(run: Any) -> dict[Pair, Digest]:
-    return {pair: Digest(d.status, d.digest, dict(d.paths)) for pair, d in run.digests.items()}
+    return {
+        pair: Digest(d.status, d.digest, dict(d.paths), d.steps, d.errors)
+        for pair, d in run.digests.items()
+    }
 
 
 class MutatedTorchFailed(RuntimeError):
@@ -180,10 +189,12 @@ class TruthRunner:
         self.root = scratch_torch(scratch)
         self.cache_file = cache / "bench-mutations" / f"baseline-{_code_hash()}.json"
 
-    def _run(self, pairs: Sequence[Pair], paths: Sequence[str] = ()) -> dict[Pair, Digest]:
+    def _run(
+        self, pairs: Sequence[Pair], paths: Sequence[str] = (), extra: Sequence[str] = ()
+    ) -> dict[Pair, Digest]:
         from spyre_ci.deps.truth import run_digests
 
-        options = [*TRUTH_OPTIONS, *(("--paths", ",".join(paths)) if paths else ())]
+        options = [*TRUTH_OPTIONS, *(("--paths", ",".join(paths)) if paths else ()), *extra]
         try:
             run = run_digests(list(pairs), pythonpath=[self.root], options=options)
         except RuntimeError as exc:  # the runner exited non-zero before answering
@@ -201,17 +212,23 @@ class TruthRunner:
     def forward_compiled(
         self, path: str, text: str, pairs: Sequence[Pair]
     ) -> tuple[dict[Pair, Digest], dict[Pair, Digest]]:
-        """The pairs' forward-only compiled digests before and after the mutation; a pair
-        whose run fails either way is left out (it counts as changed)."""
+        """The pairs' forward-only compiled digests before and after the mutation, over more
+        samples than `compile` runs, each compiled afresh (`FORWARD_PROBE_OPTIONS`); when the
+        run fails as a whole, none (every pair stays truth: `truth.forward_only`)."""
         try:
-            before = self._run(pairs, [FORWARD_COMPILE])
-            after, _ = self.after(path, text, pairs, [FORWARD_COMPILE])
+            before = self._run(pairs, [FORWARD_COMPILE], FORWARD_PROBE_OPTIONS)
+            after, _ = self.after(path, text, pairs, [FORWARD_COMPILE], FORWARD_PROBE_OPTIONS)
         except MutatedTorchFailed:
             return {}, {}
         return before, after
 
     def after(
-        self, path: str, text: str, pairs: Sequence[Pair], paths: Sequence[str] = ()
+        self,
+        path: str,
+        text: str,
+        pairs: Sequence[Pair],
+        paths: Sequence[str] = (),
+        extra: Sequence[str] = (),
     ) -> tuple[dict[Pair, Digest], float]:
         """Digests of the pairs with `path` replaced by `text` in the scratch copy (over
         `paths`: all by default)."""
@@ -222,7 +239,7 @@ class TruthRunner:
             file.write_text(text, encoding="utf-8")
             self._pyc_gone(path)
             try:
-                return self._run(pairs, paths), time.perf_counter() - start
+                return self._run(pairs, paths, extra), time.perf_counter() - start
             except MutatedTorchFailed as exc:
                 if paths:
                     raise  # a probe over some paths: the caller decides

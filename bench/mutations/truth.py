@@ -27,11 +27,11 @@ derivative formula: those whose backward runs), nothing (another device's Decora
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mutations.model import DECORATION, ENTRIES, EXECUTION, NONE, OPS, Mutation, TruthSpec
-from spyre_ci.deps import COMPILED_PATHS
+from spyre_ci.deps import COMPILED_PATHS, FORWARD_COMPILE
 
 Pair = tuple[str, str, str]  # (database, op full name, dtype), as selection.observed
 
@@ -106,6 +106,8 @@ class Digest:
     status: str
     digest: str
     paths: Mapping[str, str] = field(default_factory=dict)  # path -> its steps' digest
+    steps: int = -1  # how many steps ran, and how many raised (-1: not known)
+    errors: int = -1
 
 
 def unstable_pairs(first: Mapping[Pair, Digest], second: Mapping[Pair, Digest]) -> set[Pair]:
@@ -186,17 +188,20 @@ def joint_graph_suspects(
     before: Mapping[Pair, Digest],
     after: Mapping[Pair, Digest],
     runs: Mapping[Pair, frozenset[str]],
+    backward: Collection[Pair],
 ) -> set[Pair]:
-    """Truth pairs (OpInfo) whose change shows only where compiled, and whose in-scope tests
-    trace the op but none with gradients: `compile` compiled samples requiring grad, so the
-    joint graph's backward meta kernels ran there; a forward-only compile (`forward_only`)
-    tells whether a forward trace sees the change at all."""
+    """Truth pairs (OpInfo, with a backward: `backward`) whose change shows only where
+    compiled, and whose in-scope tests trace the op but none with gradients: `compile`
+    compiled samples requiring grad, so the joint graph's backward meta kernels ran there;
+    a forward-only compile (`forward_only`) tells whether a forward trace sees the change.
+    A pair without a backward compiled no gradients: its change is no joint graph's."""
     found = set()
     for pair in changes.truth:
         paths = changed_paths(before[pair], after[pair])
         tests_run = runs.get(pair, frozenset())
         if (
             pair[0] == "opinfo"
+            and pair in backward
             and paths
             and paths <= COMPILED_PATHS
             and "compile" in tests_run
@@ -209,9 +214,24 @@ def joint_graph_suspects(
 def forward_only(
     suspects: set[Pair], before: Mapping[Pair, Digest], after: Mapping[Pair, Digest]
 ) -> set[Pair]:
-    """Of the suspects, those whose forward-only compile (`FORWARD_COMPILE` digests, before
-    and after the mutation) did not change: only a compile with gradients shows them."""
-    return {p for p in suspects if p in before and p in after and not _differs(before[p], after[p])}
+    """Of the suspects, those a conclusive forward-only compile (`FORWARD_COMPILE`, before
+    and after the mutation) saw unchanged: both runs fine, its steps run and none raising
+    before (a probe that errs or runs nothing saw nothing, and the pair stays truth)."""
+    return {p for p in suspects if _conclusive(before.get(p)) and _same(before[p], after.get(p))}
+
+
+def _conclusive(digest: Digest | None) -> bool:
+    return (
+        digest is not None
+        and digest.status == "ok"
+        and FORWARD_COMPILE in digest.paths
+        and digest.steps > 0
+        and digest.errors == 0
+    )
+
+
+def _same(before: Digest, after: Digest | None) -> bool:
+    return after is not None and after.status == "ok" and not _differs(before, after)
 
 
 def pair_paths(reused: Iterable[Instance]) -> dict[Pair, frozenset[str]]:

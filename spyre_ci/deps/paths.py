@@ -174,9 +174,16 @@ def _compiled_op_steps(
             )
         return made["fn"](*args, **kwargs)
 
+    def afresh(*args: Any, **kwargs: Any) -> Any:
+        # the forward-only probe compiles each sample anew: past Dynamo's recompile limit a
+        # shared wrapper would run later samples eagerly, unseen by the trace
+        made.clear()
+        return compiled(*args, **kwargs)
+
+    run = afresh if path == FORWARD_COMPILE else compiled
     for i, sample in enumerate(samples):
         kept: dict[str, Any] = {}
-        yield Step(path, i, seeded(seed, _keep, kept, _call, compiled, sample))
+        yield Step(path, i, seeded(seed, _keep, kept, _call, run, sample))
         if backward and "out" in kept:  # the caller has run the step above by now
             inputs = grad_leaves([sample.input, sample.args, sample.kwargs])
             yield Step("compile_backward", i, seeded(seed, grad_of_kept, kept, inputs, seed))

@@ -157,6 +157,10 @@ def parse_settings(argv: list[str] | None = None) -> tuple[argparse.Namespace, R
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--paths", default=",".join(ALL_PATHS))
     args = parser.parse_args(argv)
+    paths = tuple(p for p in args.paths.split(",") if p)
+    unknown = sorted(set(paths) - set(ALL_PATHS))
+    if unknown:  # the truth's forward-only probe is no path a recording runs
+        parser.error(f"--paths: {unknown[0]!r} is not recorded (known: {', '.join(ALL_PATHS)})")
     device = open_device(args.backend_module)
     settings = RunSettings(
         device=device,
@@ -164,7 +168,7 @@ def parse_settings(argv: list[str] | None = None) -> tuple[argparse.Namespace, R
         max_samples=args.max_samples,
         compile_samples=args.compile_samples,
         seed=args.seed,
-        paths=tuple(p for p in args.paths.split(",") if p),
+        paths=paths,
     )
     return args, settings
 

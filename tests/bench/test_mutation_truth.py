@@ -270,9 +270,23 @@ def test_a_change_a_forward_only_compile_does_not_see_needs_a_test_tracing_with_
         ]
     )
     changes = execution_truth(before, after, set(), runs)
-    suspects = joint_graph_suspects(changes, before, after, runs)
+    suspects = joint_graph_suspects(changes, before, after, runs, backward=set(SCOPE))
     assert suspects == {joint, forward}  # not an eager change, not one a gradient trace sees
-    forward_before = {joint: _digest(compile_forward="a"), forward: _digest(compile_forward="a")}
-    forward_after = {joint: _digest(compile_forward="a"), forward: _digest(compile_forward="b")}
+    # a pair without a backward compiled no gradients: its change is no joint graph's
+    assert joint_graph_suspects(changes, before, after, runs, backward={forward}) == {forward}
+
+    def probe(digest: str, steps: int = 2, errors: int = 0, status: str = "ok") -> Digest:
+        found = _digest(compile_forward=digest)
+        return Digest(status, found.digest, found.paths, steps, errors)
+
+    forward_before = {joint: probe("a"), forward: probe("a")}
+    forward_after = {joint: probe("a"), forward: probe("b")}
     assert forward_only(suspects, forward_before, forward_after) == {joint}
     assert forward_only(suspects, {}, {}) == set()  # the probe failed: all stay truth
+    # a probe that saw nothing is no evidence: it ran no step, its steps raised, it failed
+    for inconclusive in (probe("a", steps=0), probe("a", errors=1), probe("a", status="error: x")):
+        same = {joint: inconclusive}
+        assert forward_only({joint}, same, same) == set()
+    assert (
+        forward_only({joint}, {joint: _digest(compile="a")}, {joint: _digest(compile="a")}) == set()
+    )

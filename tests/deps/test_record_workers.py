@@ -64,3 +64,16 @@ def test_no_worker_starting_is_an_error_not_a_map(tmp_path: Path) -> None:
     script.chmod(0o755)
     with pytest.raises(RecordingFailed, match="worker exited \\(1\\): cannot import backend"):
         record(PAIRS, RecordOptions(python=str(script), jobs=2))
+
+
+def test_a_recording_worker_refuses_the_truths_forward_only_path(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`compile_forward` is the mutation benchmark's probe: a recording never runs it (its
+    worker would record it as an eager path, and meta kernels as eager dependencies)."""
+    from spyre_ci.deps.worker import parse_settings
+
+    with pytest.raises(SystemExit) as exit_info:
+        parse_settings(["--paths", "eager,compile_forward"])
+    assert exit_info.value.code == 2
+    assert "'compile_forward' is not recorded" in capsys.readouterr().err

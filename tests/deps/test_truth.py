@@ -95,6 +95,9 @@ def test_a_forward_only_compile_does_not_see_a_backward_meta_kernel(tmp_path: Pa
     meta.write_text(text.replace('        if reduce_ == "add":', '        if reduce_ == "no":', 1))
     after = run_digests([cummin], pythonpath=[scratch], options=forward)
     assert set(before.digests[cummin].paths) == {"compile_forward"}
+    # the probe ran its sample without error, before and after: it saw, and saw no change
+    assert (before.digests[cummin].steps, before.digests[cummin].errors) == (1, 0)
+    assert (after.digests[cummin].steps, after.digests[cummin].errors) == (1, 0)
     assert before.digests[cummin].paths == after.digests[cummin].paths
     try:
         joint_after = run_digests([cummin], pythonpath=[scratch], options=joint)

@@ -65,15 +65,10 @@ def _selected(state: Any) -> Selected:
 
 def _instances(state: Any) -> list[Instance]:
     from selection.links.index import tracing_rule
+    from selection.stages.triage import templates_without
 
     traces = tracing_rule(state.universe, state.request.facts)
-    # as the triage reads them: a template whose body was neither read nor recorded has
-    # every trait (selection.stages.triage)
-    gradient_free = {
-        (t.file, t.test_class, t.method)
-        for t in state.universe.templates
-        if t.computes_gradients is False
-    }
+    gradient_free = templates_without(state, "computes_gradients")  # as the triage reads them
     return [
         Instance(
             i.node_id,

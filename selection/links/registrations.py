@@ -83,7 +83,7 @@ def _aten_ops(node: ast.AST, aliases: Collection[str]) -> list[str]:
     return found
 
 
-def _inferring_factories(symbols: dict[str, Symbol], aliases: Collection[str]) -> set[str]:
+def inferring_factories(symbols: dict[str, Symbol], aliases: Collection[str]) -> set[str]:
     """Factories that register what they build under an op named like it: decorator
     factories with an `aten_op` parameter defaulting to something other than None (left
     unset, the op is inferred from the decorated function's name), and factories that
@@ -198,7 +198,7 @@ def pending_factory_calls(
     registering factory imported from another module: (function, the factory's chain, the
     text, line, the op it would register), resolved once the factory's module is known
     (selection.links.explore: `inferring_factories` of the module it resolves to)."""
-    local = _inferring_factories(symbols, aliases)
+    local = inferring_factories(symbols, aliases)
     found = []
     for qualname, symbol in symbols.items():
         if "." in qualname:
@@ -237,10 +237,6 @@ def _built_by_factories(symbols: dict[str, Symbol]) -> Iterator[tuple[str, ast.C
                 yield qualname, node.value
 
 
-def inferring_factories(symbols: dict[str, Symbol], aliases: Collection[str]) -> set[str]:
-    return _inferring_factories(symbols, aliases)
-
-
 def _module_level(
     node: ast.stmt, functions: set[str], aliases: Collection[str]
 ) -> Iterator[tuple[str, str, str]]:
@@ -265,7 +261,7 @@ def registrations_in(
 ) -> list[Registration]:
     """Every (aten op, function, how, line) registration of one module."""
     found: list[Registration] = []
-    factories = _inferring_factories(symbols, aliases)
+    factories = inferring_factories(symbols, aliases)
     functions = {q for q, s in symbols.items() if s.kind == "function"}
     for qualname, symbol in symbols.items():
         if "." in qualname:

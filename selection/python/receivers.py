@@ -29,6 +29,7 @@ import ast
 from collections.abc import Collection, Iterator
 
 from selection.pyast import COMPREHENSIONS, FUNCTION_DEFS, own_nodes
+from selection.python.chains import last_name
 
 # Builtin types and typing's names for them: an annotation built only of these (and None)
 # says the value is no tensor.
@@ -115,10 +116,10 @@ def is_value_annotation(node: ast.expr | None) -> bool:
                 return False
         return False
     if isinstance(node, (ast.Name, ast.Attribute)):
-        return _last(node) in VALUE_TYPES
+        return last_name(node) in VALUE_TYPES
     if isinstance(node, ast.Subscript):
         # the container decides (`list[Tensor]` is a list); typing's wrappers, their members
-        outer = _last(node.value)
+        outer = last_name(node.value)
         if outer in ("Optional", "Union"):
             members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             return all(is_value_annotation(m) for m in members)
@@ -161,14 +162,6 @@ def _is_collections(func: ast.expr) -> bool:
         and isinstance(func.value, ast.Name)
         and func.value.id == "collections"
     )
-
-
-def _last(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
 
 
 def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:

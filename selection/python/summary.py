@@ -118,9 +118,10 @@ def summarize(
     symbols = module_symbols(tree, text)
     summary = ModuleSummary(path, {q: s.kind for q, s in symbols.items()})
     _imports(summary, tree, names)
-    defined = {q for q in symbols if "." not in q} | summary.bindings.keys()  # a `sum` of its own
+    # a `sum` of its own; a `list` the receivers must not take for the builtin
+    defined = frozenset({q for q in symbols if "." not in q} | summary.bindings.keys())
     for qualname, symbol in symbols.items():
-        collector = _UseCollector(tests, frozenset(defined))
+        collector = _UseCollector(tests, defined)
         for node in symbol.nodes:
             collector.collect(node)
         summary.uses[qualname] = tuple(collector.uses)
@@ -137,7 +138,7 @@ def summarize(
     summary.load_imports = imported_modules(
         tree, lambda module, level: names.absolute(path, module, level)
     )
-    summary.load_uses = _load_uses(tree, tests, frozenset(defined))
+    summary.load_uses = _load_uses(tree, tests, defined)
     summary.accessors = frozenset(q for q, symbol in symbols.items() if is_accessor(symbol))
     summary.calls_on_load = frozenset(
         q

@@ -140,7 +140,7 @@ def _manifest_change_groups(groups: list[Group]) -> list[str]:
     ]
 
 
-def _templates_without(state: PipelineState, trait: str) -> set[tuple[str, str, str]]:
+def templates_without(state: PipelineState, trait: str) -> set[tuple[str, str, str]]:
     """The templates whose body was read, or recorded in the layout (release mode), and
     lacks `trait` (computes_gradients, handles_errors): one known neither way has every
     trait."""
@@ -161,8 +161,8 @@ class TriageStage:
     def run(self, state: PipelineState) -> StageReport:
         groups = build_groups(
             state.candidates,
-            _templates_without(state, "computes_gradients"),
-            _templates_without(state, "handles_errors"),
+            templates_without(state, "computes_gradients"),
+            templates_without(state, "handles_errors"),
         )
         verdicts = self.agent.decide(groups) if groups else {}
         kept: dict[str, Candidate] = {}

@@ -19,9 +19,10 @@ from selection.links.cpp import CppLinks
 from selection.links.dtype_helpers import DtypeHelperLinks
 from selection.links.entry_changes import EntryLinks
 from selection.links.file_changes import FileLinks
+from selection.links.graph import Edge
 from selection.links.index import LinkIndex
 from selection.links.native_changes import NativeLinks
-from selection.links.resolve import Resolution, resolve
+from selection.links.resolve import Resolution, doubt_aim, resolve
 from selection.links.symbol_changes import SymbolLinks, mapped_on_their_own
 from selection.links.template_changes import TemplateLinks
 from selection.model import (
@@ -203,6 +204,8 @@ class Mapper:
             return
         limit = -1 if outcome.canary else int(NEARLY_ALL * self.total)
         resolution = resolve(outcome.links, self.index, limit, self.reused)
+        if resolution.doubts:
+            self._doubts_canary(resolution.doubts, detect)
         if not (resolution.listed or resolution.count):
             if not outcome.load_time:  # else the canary over every test is its effect
                 self.result.no_effect.append(
@@ -239,6 +242,27 @@ class Mapper:
                     full &= self._hit_once(inst, detect, link, outcome.kind, causes)
             if full:
                 self._full.add(id(instances))  # the lists are the index's, shared
+
+    def _doubts_canary(self, doubts: list[Edge], detect: Cause) -> None:
+        """A changed default's C++ callers that passed the argument in the older source its
+        counts were recorded from: a blind spot, and a canary over their own tests, one per
+        op and dtype (a kernel that omits it now breaks its own op first)."""
+        callers = sorted({edge.user.name for edge in doubts})
+        native = self.index.native_calls
+        source = native.arguments_from if native is not None else "an older source"
+        blind = (
+            f"{detect.summary}: {_ops_kernels(len(callers))} call it passing the argument "
+            f"at every call in {source} ({', '.join(callers[:6])}"
+            f"{', ...' if len(callers) > 6 else ''}); the release's library cannot tell "
+            "whether they still do"
+        )
+        self.result.blind_spots.append(blind)
+        aim_link = doubt_aim(doubts, self.index)
+        if aim_link is None:
+            return
+        aim = resolve([aim_link], self.index, -1, self.reused)
+        if aim.count or aim.listed:
+            self._canary(Cause("map", "canary", blind), aim, per_op=True)
 
     def _unrecorded_reused(self) -> bool:
         """Does a reused instance lack a recording: its (op, dtype) pair has none, or it has
@@ -377,3 +401,7 @@ def _subject(step: Step, root: Target) -> str:
     if not step.symbol or "(" in step.symbol or own_template:
         return ""
     return f"{step.path}:{step.symbol} "
+
+
+def _ops_kernels(count: int) -> str:
+    return "1 op's C++ kernels" if count == 1 else f"{count} ops' C++ kernels"

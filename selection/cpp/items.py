@@ -182,8 +182,9 @@ def used_names(tokens: list[str]) -> Uses:
                            tokens[lead - 1] if lead > 0 else "")  # fmt: skip
         if kind:
             found[kind].add(token)
-        if kind in ("members", "dispatched"):
-            passed = call_arguments(tokens, index + 1) if after == "(" else None
+        if kind in ("members", "dispatched") and after != "::":  # not `at::symint::`
+            opens = _call_opens(tokens, index + 1)
+            passed = call_arguments(tokens, opens) if opens is not None else None
             if passed is not None and kind == "members":
                 passed += 1  # the receiver
             arguments[token] = fewest_arguments(arguments.get(token, passed), passed)
@@ -204,12 +205,22 @@ def call_arguments(tokens: list[str], open_at: int, limit: int = 2000) -> int | 
     """The number of arguments of the call whose `(` is `tokens[open_at]`: C++ has no
     keywords, so a call passing n arguments may omit only what follows the n-th (an API
     packing several schema arguments into one, `TensorOptions`, passes fewer than it
-    covers: it only ever looks like omitting more). None when it cannot be counted (template
-    arguments or a less-than, `<`; a directive; no `)` within `limit` tokens)."""
+    covers: it only ever looks like omitting more). None when it cannot be counted (a `<`
+    other than a called template's arguments, `f<T>(`: a less-than or a type's; a directive;
+    no `)` within `limit` tokens)."""
     closers: list[str] = []
     commas, empty = 0, True
-    for token in tokens[open_at : open_at + limit]:
-        if token == "<" or is_directive(token):
+    index, stop = open_at - 1, min(len(tokens), open_at + limit)
+    while index + 1 < stop:
+        index += 1
+        token = tokens[index]
+        if token == "<":
+            end = _template_arguments_end(tokens, index)
+            if not (is_identifier(tokens[index - 1]) and end < stop and tokens[end] == "("):
+                return None  # a less-than, or template arguments of a type
+            index = end - 1  # `size<T>(`: skip to its `(`
+            continue
+        if is_directive(token):
             return None
         if token in _OPENING:
             if closers:
@@ -233,7 +244,7 @@ def _occurrence(
     """`lead`, `lead2`: the two tokens before the whole qualified id (`&at::native::f`)."""
     if lead in (".", "->"):
         return "members"
-    if before == "::" and before2 in DISPATCHER_QUALIFIERS:
+    if before == "::" and (before2 in DISPATCHER_QUALIFIERS or _symint_api(tokens, index)):
         return "dispatched"
     if after == "::":
         return "qualifiers"
@@ -250,9 +261,24 @@ def _occurrence(
     return ""
 
 
-def _after_template_arguments(tokens: list[str], start: int, limit: int = 40) -> str:
-    """The token after `<...>` opening at `start` ("" when it does not look like template
-    arguments): `f<T>(` is a call, `f<T>,` a function passed along."""
+def _symint_api(tokens: list[str], index: int) -> bool:
+    """`at::symint::slice<T>(...)`: the op API generic over int and SymInt."""
+    return index > 3 and tokens[index - 4 : index - 1] == ["at", "::", "symint"]
+
+
+def _call_opens(tokens: list[str], start: int) -> int | None:
+    """Where the call of the name before `start` opens its `(`, past template arguments
+    (`at::symint::slice<T>(`); None when the name is not called there."""
+    after = tokens[start] if start < len(tokens) else ""
+    if after == "<":
+        end = _template_arguments_end(tokens, start)
+        start, after = end, tokens[end] if end < len(tokens) else ""
+    return start if after == "(" else None
+
+
+def _template_arguments_end(tokens: list[str], start: int, limit: int = 40) -> int:
+    """The index after the `<...>` opening at `start` (`len(tokens)` when it does not look
+    like template arguments)."""
     depth = 0
     for index in range(start, min(len(tokens), start + limit)):
         token = tokens[index]
@@ -261,10 +287,17 @@ def _after_template_arguments(tokens: list[str], start: int, limit: int = 40) ->
         elif token == ">":
             depth -= 1
             if depth == 0:
-                return tokens[index + 1] if index + 1 < len(tokens) else ""
+                return index + 1
         elif token in (";", "{", "}"):
-            return ""
-    return ""
+            break
+    return len(tokens)
+
+
+def _after_template_arguments(tokens: list[str], start: int, limit: int = 40) -> str:
+    """The token after `<...>` opening at `start` ("" when it does not look like template
+    arguments): `f<T>(` is a call, `f<T>,` a function passed along."""
+    end = _template_arguments_end(tokens, start, limit)
+    return tokens[end] if end < len(tokens) else ""
 
 
 def stubs_in(refs: frozenset[str]) -> frozenset[str]:

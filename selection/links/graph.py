@@ -72,10 +72,32 @@ def omitting(positions: Mapping[Target, int]) -> Follow:
 
     def follow(edge: Edge) -> bool:
         position = positions.get(edge.used)
+        if position is None:
+            return True
         passed = edge.step.arguments
-        return position is None or passed is None or passed <= position
+        if passed is None:
+            return not passed_then(edge.step, position)
+        return passed <= position
 
     return follow
+
+
+def passed_then(step: Step, position: int) -> bool:
+    """A hop whose calls are not known to pass the argument at `position` (a release's
+    compiled calls), but all passed it in an older release's source (`Step.older_arguments`):
+    a doubt, which `omitting` does not follow (selection.links.resolve aims a canary at it)."""
+    older = step.older_arguments
+    return step.arguments is None and older is not None and older > position
+
+
+def doubted(graph: LinkGraph, positions: Mapping[Target, int]) -> list[Edge]:
+    """The edges into the changed ops' nodes that `omitting` leaves out as doubts."""
+    return [
+        edge
+        for node, position in positions.items()
+        for edge in graph.users.get(node, ())
+        if passed_then(edge.step, position)
+    ]
 
 
 def _follows_after_registration(edge: Edge) -> bool:
@@ -118,9 +140,13 @@ class LinkGraph:
         key = (user, used, kind)
         known = self._seen.get(key)
         if known is not None:
-            fewest = fewest_arguments(known.step.arguments, step.arguments)
-            if fewest != known.step.arguments:
-                self._replace(known, Edge(user, used, kind, replace(known.step, arguments=fewest)))
+            merged = replace(
+                known.step,
+                arguments=fewest_arguments(known.step.arguments, step.arguments),
+                older_arguments=fewest_arguments(_assumed(known.step), _assumed(step)),
+            )
+            if merged != known.step:
+                self._replace(known, Edge(user, used, kind, merged))
             return
         edge = self._seen[key] = Edge(user, used, kind, step)
         self.users.setdefault(used, []).append(edge)
@@ -228,6 +254,11 @@ class LinkGraph:
             if node.kind in ROOT_KINDS:
                 by_root.setdefault(node, {})[(registered, derived)] = link
         return {root: _least_narrowed(chains) for root, chains in by_root.items()}
+
+
+def _assumed(step: Step) -> int | None:
+    """The count a hop is taken to pass: the known one, else an older source's."""
+    return step.arguments if step.arguments is not None else step.older_arguments
 
 
 REGISTRATION = "registration"

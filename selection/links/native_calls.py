@@ -27,7 +27,8 @@ Where the calls come from (`KernelCode`, one contract, two readers):
   FunctionsManual.cpp, read by selection.cpp.source_calls (`SourceCode`): `at::f(...)` and
   `x.f(...)` calls of an op's API, in the kernel and in the helpers of its file it calls,
   with the fewest arguments they pass (`Step.arguments`: a changed schema default past them
-  does not reach through the edge; the library's calls pass an unknown count).
+  does not reach through the edge; the library's calls pass an unknown count, and an older
+  source's recorded count, `Step.older_arguments`, makes such a default a doubt, not a use).
 An overloaded kernel name counts every overload's calls; the graph's nodes are ops by base
 name, so a call of any overload links the op.
 """
@@ -128,6 +129,8 @@ class NativeCalls:
     formulas: Calls  # kind derivative: through a formula's C++ helpers
     kernels_read: int  # kernel definitions found (each once)
     helpers_read: int  # formula helpers found
+    # where the steps' `older_arguments` come from (selection.cpp.recorded_arguments)
+    arguments_from: str = ""
 
     def describe(self) -> str:
         edges = sum(len(v) for v in self.kernels.values())

@@ -25,7 +25,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
-from selection.links.graph import Follow, default_follow, node_of, omitting
+from selection.links.graph import (
+    DISPATCHING,
+    Edge,
+    Follow,
+    default_follow,
+    doubted,
+    node_of,
+    omitting,
+)
 from selection.links.index import LinkIndex
 from selection.model import TestInstance
 from selection.observed import ObservedMap, Pair
@@ -50,6 +58,9 @@ class Resolution:
     # resolves millions of them); `pair_link` makes the link they share
     by_pair: list[tuple[Target, int, list[TestInstance]]] = field(default_factory=list)
     observed_evidence: tuple[tuple[Step, ...], ...] = ()
+    # a changed default's edges left out as doubts (selection.links.graph.doubted): the
+    # caller aims a canary at them (`doubt_aim`)
+    doubts: list[Edge] = field(default_factory=list)
 
     @property
     def listed(self) -> bool:
@@ -192,9 +203,12 @@ def resolve(
         if result.count > limit:
             result.broad = True
             return result
-    roots = index.graph.reach(
-        through_graph, _call_sites(through_graph) if by_call_site else default_follow
-    )
+    follow: Follow = default_follow
+    if by_call_site:
+        positions = _positions(through_graph)
+        follow = omitting(positions)
+        result.doubts = doubted(index.graph, positions)
+    roots = index.graph.reach(through_graph, follow)
     observed = index.observed
     per_link = [_asked(link) for link in through_graph]
     asked = [question for questions in per_link for question in questions]
@@ -211,10 +225,11 @@ def resolve(
     return result
 
 
-def _call_sites(links: list[Link]) -> Follow:
-    """The uses default changes reach: every use but a call known to pass the argument. Of
-    several changes to one op's node (overloads), the latest position decides (a call
-    passing fewer arguments may omit that one); one whose position is not known, every use."""
+def _positions(links: list[Link]) -> dict[Target, int]:
+    """Per changed op's node, the position of the changed default: the uses default changes
+    reach are every use but a call known to pass it (`omitting`). Of several changes to one
+    op's node (overloads), the latest position decides (a call passing fewer arguments may
+    omit that one); a node whose position is not known is left out (every use reaches)."""
     positions: dict[Target, int | None] = {}
     for link in links:
         node = node_of(link.target)
@@ -223,7 +238,24 @@ def _call_sites(links: list[Link]) -> Follow:
             positions[node] = None
         else:
             positions[node] = max(known, link.default_from)
-    return omitting({node: p for node, p in positions.items() if p is not None})
+    return {node: p for node, p in positions.items() if p is not None}
+
+
+def doubt_aim(doubts: list[Edge], index: LinkIndex) -> Link | None:
+    """The tests of the callers a default change is in doubt for (`Resolution.doubts`):
+    the instances of the entries dispatching to each calling op, the op's own tests (where a
+    kernel that now omits the argument would show first). None when no reused entry tests
+    one."""
+    callers = sorted({edge.user for edge in doubts}, key=lambda t: t.name)
+    ids: list[str] = []
+    for caller in callers:
+        for edge in index.graph.users.get(caller, ()):
+            if edge.kind in DISPATCHING and edge.user.kind == "entry":
+                ids.extend(i.node_id for i in root_instances(edge.user, index))
+    if not ids:
+        return None
+    label = "the own tests of " + ", ".join(c.name for c in callers)
+    return Link(Target.instances(label, tuple(dict.fromkeys(ids))))
 
 
 def _with_observed(

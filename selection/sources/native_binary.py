@@ -10,6 +10,10 @@ the library again. A library that cannot be read -- not an x86-64 ELF (its first
 checked before the rest is extracted), malformed, a wheel member that does not inflate -- is
 remembered so too, with its reason.
 
+A compiled call holds every argument, so the library cannot say whether a call omitted one
+(what a changed schema default matters for): each call is given the count PyTorch 2.6.0's
+source passed in the same kernel, where recorded (selection.cpp.recorded_arguments).
+
 Anything unreadable -- no cached wheel, such a library, a yaml that does not parse, numpy (of
 the `backend` extra, imported only here to read a library) not installed -- gives no calls
 and a one-line reason, never an error: the links are a refinement of the static graph, not
@@ -33,6 +37,7 @@ from selection.cpp.native_index import (
     build_formula_index,
     build_native_index,
 )
+from selection.cpp.recorded_arguments import RECORD_FILE, load_recorded_arguments, with_recorded
 from selection.links.native_calls import (
     BINARY_DECIDERS,
     LIBRARY,
@@ -81,7 +86,14 @@ def release_native_calls(
         calls = join(library, f"{LIBRARY} of torch {version}", native, formulas)
     except NativeYamlError as exc:
         return None, f"{NOTE_PREFIX} not read from {wheel.name}: {exc}"
-    return calls, calls.describe()
+    recorded = load_recorded_arguments()
+    if recorded is None:
+        return calls, f"{calls.describe()}; no recorded argument counts ({RECORD_FILE.name})"
+    calls, found = with_recorded(calls, recorded)
+    return calls, (
+        f"{calls.describe()}; argument counts of {found} of those calls as in {recorded.source}"
+        " (a changed default they passed there is a doubt: a canary runs the caller's tests)"
+    )
 
 
 def join(

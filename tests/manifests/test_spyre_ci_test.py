@@ -17,6 +17,7 @@ import yaml
 
 from test_manifests.run import SHIPPED_DIR
 from tests.manifests.upstream_sources import OPS_MODULE
+from tests.support.pytorch_src import pytorch_src
 
 SPYRE_CI = [sys.executable, "-c", "from spyre_ci.cli import main; main()"]
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("PYTORCH_TESTING", "TORCH_TEST"))}
@@ -213,13 +214,7 @@ def test_subprocesses_of_upstream_tests_apply_the_manifest(tmp_path: Path) -> No
 def test_a_real_upstream_file_runs_from_the_pytorch_source_tree(
     pytestconfig: pytest.Config, tmp_path: Path
 ) -> None:
-    src = pytestconfig.getoption("pytorch_src", default=None) or os.environ.get(
-        "SPYRE_CI_PYTORCH_SRC"
-    )
-    if not src or not (Path(src) / "test" / "test_view_ops.py").is_file():
-        pytest.skip(
-            "no PyTorch source tree: pass --pytorch-src DIR or set SPYRE_CI_PYTORCH_SRC (e.g. from `apt-get source pytorch`)"
-        )
+    src = str(pytorch_src(pytestconfig, "test/test_view_ops.py"))
     junit = tmp_path / "upstream.xml"
     result = spyre_ci_test(
         str(SHIPPED_DIR / "test_view_ops.yaml"),

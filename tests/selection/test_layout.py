@@ -6,9 +6,7 @@ from __future__ import annotations
 import ast
 import io
 import json
-import os
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +18,7 @@ from selection.stages.scope import entry_skip
 from selection.templates import parse_test_module
 from selection.universe import build_universe
 from selection.upstream import ParsedTrees, load_database
+from tests.support.pytorch_src import pytorch_src
 from tests.support.release_trees import WithoutTests
 from tests.support.upstream_repo import FILES, UpstreamRepo, build_upstream
 
@@ -74,16 +73,9 @@ def test_the_packaged_layout_loads_and_knows_the_shipped_templates() -> None:
     assert grad is not None and grad.computes_gradients is True
 
 
-def _pytorch_src(config: pytest.Config) -> Path:
-    src = config.getoption("pytorch_src", default=None) or os.environ.get("SPYRE_CI_PYTORCH_SRC")
-    if not src or not (Path(src) / "test" / "test_ops.py").is_file():
-        pytest.skip("no PyTorch source tree: pass --pytorch-src DIR or set SPYRE_CI_PYTORCH_SRC")
-    return Path(src)
-
-
 @pytest.mark.needs_pytorch_src
 def test_the_packaged_layout_is_what_the_tree_gives(pytestconfig: pytest.Config) -> None:
-    src = _pytorch_src(pytestconfig)
+    src = pytorch_src(pytestconfig, "test/test_ops.py")
     if not (src / "version.txt").read_text().startswith("2.6.0"):
         pytest.skip("the packaged layout was recorded from PyTorch 2.6.0")
     out = io.StringIO()
@@ -114,7 +106,7 @@ def test_release_mode_reuses_the_ids_the_recorded_tree_generates(
     pytestconfig: pytest.Config,
 ) -> None:
     """The shipped manifests without test/ (layout) and with the 2.6.0 tree: same ids."""
-    src = _pytorch_src(pytestconfig)
+    src = pytorch_src(pytestconfig, "test/test_ops.py")
     library = ParsedTrees(DirTree(src))  # its torch/ stands in for a release's wheel
     without_tests = _reused(ParsedTrees(WithoutTests(DirTree(src))))
     with_tests = _reused(library)

@@ -51,6 +51,7 @@ from tests.support.upstream_repo import MANIFEST, UpstreamRepo, build_upstream
 INSTALLED = Path(os.path.dirname(torch.__file__)) / "lib" / "libtorch_cpu.so"
 VERSIONS = ["9.1.0", "9.2.0"]
 DECOMPOSITIONS = "torch/_decomp/decompositions.py"
+PACKAGED_NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
 HARDTANH_DECOMPOSITION = """
 
 @register_decomposition(aten.hardtanh.default)
@@ -363,6 +364,41 @@ def test_without_the_library_the_run_says_why_and_goes_on(
     assert ("nn.functional.relu6", "float16") not in linked_ops(state)
 
 
+@pytest.fixture(scope="module")
+def default_releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[UpstreamRepo, Path]:
+    """9.2.0 changes hardtanh's default `max_val` (position 2) in the packaged
+    native_functions.yaml. The real library's relu6 kernel calls hardtanh; PyTorch 2.6.0's
+    source (the packaged record) passes it three arguments."""
+    upstream = build_upstream(tmp_path_factory.mktemp("remote") / "pytorch")
+    _, manifest_text = add_library(upstream, MANIFEST)
+    upstream.repo.create_tag("v9.1.0", force=True)
+    upstream.edit(PACKAGED_NATIVE, "Scalar max_val=1)", "Scalar max_val=2)")
+    upstream.commit("hardtanh's default max_val")
+    upstream.repo.create_tag("v9.2.0")
+    manifests = manifest_file(tmp_path_factory.mktemp("manifests"), manifest_text)
+    return upstream, manifests
+
+
+def test_a_release_default_change_doubts_the_kernels_an_older_source_saw_pass_it(
+    default_releases: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """The library cannot say whether relu6's compiled call omitted max_val; 2.6.0's source
+    passed it: relu6 is not reached through its kernel (nor is anything else: no entry tests
+    hardtanh), a blind spot says why and a canary runs relu6's own tests."""
+    state = _select(_cache(default_releases, tmp_path, with_library=True), default_releases[1])
+    assert linked_ops(state) == set()
+    [doubt] = [b for b in state.blind_spots if "hardtanh" in b and "C++ kernels" in b]
+    assert "relu6" in doubt and "PyTorch 2.6.0's C++ source" in doubt
+    canaried = {
+        c.instance.op
+        for c in state.candidates.values()
+        if any(cause.kind == "canary" and cause.summary == doubt for cause in c.causes)
+    }
+    assert canaried == {"nn.functional.relu6"}
+    [note] = [n for n in state.notes if n.startswith(NOTE_PREFIX)]
+    assert "PyTorch 2.6.0's C++ source" in note
+
+
 # -- range and PR modes: the calls read from the clone's C++ source ---------------------------
 
 ACTIVATION = """
@@ -486,9 +522,10 @@ def test_a_clone_without_native_functions_yaml_says_why_there_are_no_calls(
 
 
 def test_a_cpp_call_counts_the_arguments_it_passes_receiver_included() -> None:
-    """Braces and nested calls hold commas of their own; `<` (template arguments or a
-    comparison) makes a count unknown, as does a use that is not a call; of several calls of
-    one op, the fewest arguments count."""
+    """Braces and nested calls hold commas of their own; a called template's arguments
+    (`at::symint::slice<T>(`, the op API generic over SymInt) are no arguments of the call;
+    any other `<` (a comparison) makes a count unknown, as does a use that is not a call; of
+    several calls of one op, the fewest arguments count."""
     from selection.cpp.items import used_names
     from selection.cpp.tokens import tokenize
 
@@ -499,6 +536,7 @@ def test_a_cpp_call_counts_the_arguments_it_passes_receiver_included() -> None:
       auto d = at::sum(t) + at::sum(t, 0);
       auto e = at::zeros({});
       auto g = at::cat<int>(t, 1);
+      auto s = at::symint::slice<T>(t, 0, a, at::symint::size<T>(t, 0));
       auto h = at::gt(t, i < j ? 1 : 2);
       auto k = std::function(at::clamp);
     """
@@ -510,7 +548,9 @@ def test_a_cpp_call_counts_the_arguments_it_passes_receiver_included() -> None:
         "narrow": 3,
         "sum": 1,
         "zeros": 1,
-        "cat": None,
+        "cat": 2,
+        "slice": 4,
+        "size": 2,
         "gt": None,
         "clamp": None,
     }

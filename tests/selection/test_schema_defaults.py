@@ -11,8 +11,8 @@ from pathlib import Path
 
 from selection.links.base import Link, Step, Target
 from selection.links.derivatives import derivative_uses
-from selection.links.graph import LinkGraph
-from selection.links.resolve import _call_sites
+from selection.links.graph import LinkGraph, doubted, omitting, passed_then
+from selection.links.resolve import _positions
 from selection.model import NativeChange
 from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
 from tests.support.observed_runs import linked_ops, recorded_map, select_from, select_head
@@ -122,7 +122,7 @@ def _reached(graph: LinkGraph, *changes: tuple[str, int]) -> set[str]:
         Link(Target.aten(op), (Step("n", op, "defaults"),), by_call_site=True, default_from=at)
         for op, at in changes
     ]
-    return {t.name for t in graph.reach(links, _call_sites(links))}
+    return {t.name for t in graph.reach(links, omitting(_positions(links)))}
 
 
 def test_only_calls_of_the_changed_op_are_judged_by_what_they_pass() -> None:
@@ -243,3 +243,53 @@ def test_one_edge_standing_for_several_calls_keeps_the_fewest_arguments_they_pas
     graph.add(user, used, "derivative", Step("FunctionsManual.cpp", "other", "", None))
     [edge] = graph.users[used]
     assert edge.step.arguments is None and graph.uses[user] == [edge]
+
+
+# -- a release's library: counts not known, an older source's recorded -----------------------
+
+
+def _release_graph(older: int | None) -> LinkGraph:
+    """`narrow`'s composite kernel calls `slice` as a release's library holds it (an unknown
+    count), with `older`: what an older source's calls passed; `select`'s formula calls
+    slice passing one argument; `chunk` calls narrow."""
+    graph = LinkGraph()
+    for op in ("slice", "narrow", "select", "chunk"):
+        graph.add(Target.entry("opinfo", op), Target.aten(op), "dispatch", Step("db", op, ""))
+    library = Step("libtorch_cpu.so", "at::native::narrow", "calls slice", None, older)
+    graph.add(Target.aten("narrow"), Target.aten("slice"), "native-call", library)
+    graph.add(Target.aten("select"), Target.aten("slice"), "derivative", Step("d", "select", "", 1))
+    graph.add(Target.aten("chunk"), Target.aten("narrow"), "native-call", Step("l", "chunk", ""))
+    return graph
+
+
+def test_a_library_call_an_older_source_passed_the_argument_at_is_a_doubt_not_a_use() -> None:
+    """slice's dim (position 1): the older source's narrow passed 5 arguments, so neither
+    narrow nor chunk (through narrow) is reached; the edge is listed as a doubt (a canary
+    runs narrow's own tests); select's formula omits dim and is reached."""
+    graph = _release_graph(older=5)
+    assert _reached(graph, ("slice", 1)) == {"slice", "select"}
+    [doubt] = doubted(graph, {Target.aten("slice"): 1})
+    assert doubt.user == Target.aten("narrow") and doubt.step.older_arguments == 5
+
+
+def test_control_an_older_source_omitting_the_argument_or_none_recorded_follows_the_call() -> None:
+    for older in (1, None):
+        graph = _release_graph(older)
+        assert _reached(graph, ("slice", 1)) == {"slice", "select", "narrow", "chunk"}, older
+        assert doubted(graph, {Target.aten("slice"): 1}) == []
+
+
+def test_a_known_count_decides_over_an_older_sources() -> None:
+    """A call whose count is known (a clone's source, Python) and one only an older source
+    counted, made one edge: the fewer of what each is taken to pass; a call neither knows
+    makes the edge followed whatever the older source said."""
+    graph = LinkGraph()
+    user, used = Target.aten("narrow"), Target.aten("slice")
+    graph.add(user, used, "native-call", Step("lib", "a", "", None, 5))
+    graph.add(user, used, "native-call", Step("src", "b", "", 3))
+    [edge] = graph.users[used]
+    assert (edge.step.arguments, edge.step.older_arguments) == (None, 3)
+    assert not passed_then(edge.step, 3) and passed_then(edge.step, 2)
+    graph.add(user, used, "native-call", Step("lib", "c", "", None))
+    [edge] = graph.users[used]
+    assert edge.step.older_arguments is None and not passed_then(edge.step, 0)

@@ -87,6 +87,11 @@ def main() -> None:
         f"ops whose kernels call others: {len(library)} in the library, {len(source)} in the "
         f"source; the same ops called: {len(same)} ({len(same) / len(library):.0%})"
     )
+    edges = {(user, op) for user, ops in library.items() for op in ops}
+    shared = edges & {(user, op) for user, ops in source.items() for op in ops}
+    print(
+        f"edges (calling op, called op) in the library: {len(edges)}, in the source too: {len(shared)}"
+    )
     callers = sorted(user for user, ops in library.items() if args.op in ops)
     trusted = [user for user in callers if user in same]
     print(

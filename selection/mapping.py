@@ -21,7 +21,7 @@ from selection.links.entry_changes import EntryLinks
 from selection.links.file_changes import FileLinks
 from selection.links.graph import Edge
 from selection.links.index import LinkIndex
-from selection.links.native_changes import NativeLinks
+from selection.links.native_changes import NativeLinks, native_summary
 from selection.links.resolve import Resolution, doubt_aim, resolve
 from selection.links.symbol_changes import SymbolLinks, mapped_on_their_own
 from selection.links.template_changes import TemplateLinks
@@ -123,10 +123,7 @@ def _items(changes: ChangeSet) -> Iterator[tuple[object, Cause]]:
     for cpp in changes.cpp:
         yield cpp, Cause("detect", "cpp", cpp.summary)
     for native in changes.native:
-        summary = f"{native.source}.yaml {native.op} {native.kind}"
-        if native.fields:
-            summary += ": " + ", ".join(native.fields[:4])
-        yield native, Cause("detect", "native", summary)
+        yield native, Cause("detect", "native", native_summary(native))
     for file in changes.files:
         if not file.parse_error:
             yield file, Cause("detect", "file", f"{file.path} {file.kind}")
@@ -207,7 +204,8 @@ class Mapper:
         if resolution.doubts:
             self._doubts_canary(resolution.doubts, detect)
         if not (resolution.listed or resolution.count):
-            if not outcome.load_time:  # else the canary over every test is its effect
+            # else the canary over every test is its effect, or the doubts' canary
+            if not (outcome.load_time or resolution.doubts):
                 self.result.no_effect.append(
                     f"{outcome.canary or detect.summary}: no reused instance reaches it"
                 )
@@ -244,25 +242,20 @@ class Mapper:
                 self._full.add(id(instances))  # the lists are the index's, shared
 
     def _doubts_canary(self, doubts: list[Edge], detect: Cause) -> None:
-        """A changed default's C++ callers that passed the argument in the older source its
-        counts were recorded from: a blind spot, and a canary over their own tests, one per
-        op and dtype (a kernel that omits it now breaks its own op first)."""
-        callers = sorted({edge.user.name for edge in doubts})
+        """A changed default's callers that passed the argument in the older source their
+        counts were recorded from: a blind spot, and a canary over the tests nearest them,
+        one per op and dtype (a kernel that omits it now breaks its own op first)."""
+        aim = doubt_aim(doubts, self.index, self.reused)
         native = self.index.native_calls
         source = native.arguments_from if native is not None else "an older source"
-        blind = (
-            f"{detect.summary}: {_ops_kernels(len(callers))} call it passing the argument "
-            f"at every call in {source} ({', '.join(callers[:6])}"
-            f"{', ...' if len(callers) > 6 else ''}); the release's library cannot tell "
-            "whether they still do"
+        blind = f"{detect.summary}: {doubted_callers(doubts, source)}; " + (
+            "a canary runs the tests nearest them"
+            if aim is not None
+            else "no reused test is near any of them: nothing runs for them"
         )
         self.result.blind_spots.append(blind)
-        aim_link = doubt_aim(doubts, self.index)
-        if aim_link is None:
-            return
-        aim = resolve([aim_link], self.index, -1, self.reused)
-        if aim.count or aim.listed:
-            self._canary(Cause("map", "canary", blind), aim, per_op=True)
+        if aim is not None:
+            self._aimed_canary(blind, [aim], per_op=True)
 
     def _unrecorded_reused(self) -> bool:
         """Does a reused instance lack a recording: its (op, dtype) pair has none, or it has
@@ -287,14 +280,14 @@ class Mapper:
         self.result.blind_spots.append(blind)
         self._aimed_canary(blind, outcome.canary_aim)
 
-    def _aimed_canary(self, summary: str, aim_links: list[Link]) -> None:
+    def _aimed_canary(self, summary: str, aim_links: list[Link], per_op: bool = False) -> None:
         """A canary aimed at what `aim_links` reach (every reused test without any)."""
         aim = None
         if aim_links:
             aim = resolve(aim_links, self.index, -1, self.reused)
-            if not aim.count:
+            if not (aim.count or aim.listed):
                 return  # it reaches no reused instance at all
-        self._canary(Cause("map", "canary", summary), aim)
+        self._canary(Cause("map", "canary", summary), aim, per_op)
 
     def _canary(self, cause: Cause, resolution: Resolution | None, per_op: bool = False) -> None:
         """Changes aiming at the same tests share one canary: keyed by the roots reached
@@ -403,5 +396,16 @@ def _subject(step: Step, root: Target) -> str:
     return f"{step.path}:{step.symbol} "
 
 
-def _ops_kernels(count: int) -> str:
-    return "1 op's C++ kernels" if count == 1 else f"{count} ops' C++ kernels"
+def doubted_callers(doubts: list[Edge], source: str) -> str:
+    """`3 calling ops (narrow, select, ...: composite or meta kernels, backward formulas' C++
+    helpers) passed the argument at every call in <source>; the release's library cannot tell
+    whether they still do`."""
+    callers = sorted({edge.user.name for edge in doubts})
+    kinds = sorted({"backward formulas' C++ helpers" if edge.kind == "derivative" else
+                    "composite or meta kernels" for edge in doubts})  # fmt: skip
+    names = ", ".join(callers[:6]) + (", ..." if len(callers) > 6 else "")
+    ops = "1 calling op" if len(callers) == 1 else f"{len(callers)} calling ops"
+    return (
+        f"{ops} ({names}: {' and '.join(kinds)}) passed the argument at every call in "
+        f"{source}; the release's library cannot tell whether they still do"
+    )

@@ -105,6 +105,7 @@ class NativeChange:
     # schema order, `*` not counted): a call passing that many arguments or more is not
     # affected. None: not known, or not a defaults change.
     default_from: int | None = None
+    default_name: str = ""  # that argument's name: `dim`
 
     @property
     def base_name(self) -> str:

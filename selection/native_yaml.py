@@ -93,6 +93,16 @@ def first_changed_default(old: str, new: str) -> int | None:
     return None
 
 
+def argument_name(signature: str, position: int) -> str:
+    """The name of a schema's argument at `position` (`_arguments`' order): `dim` of
+    `int dim=0`; "" past the last."""
+    arguments = _arguments(signature)
+    if position >= len(arguments):
+        return ""
+    words = arguments[position].split("=", 1)[0].split()
+    return words[-1] if words else ""
+
+
 def _per_key(dispatch: object) -> dict[str, object]:
     """`{"CPU, CUDA": fn}` -> `{"CPU": fn, "CUDA": fn}`: compare kernels key by key."""
     if not isinstance(dispatch, dict):
@@ -138,14 +148,20 @@ def diff_entries(
         elif old[op] != new[op]:  # may still be equal key by key (a dispatch key merged)
             fields, other_only = _changed_fields(old[op], new[op])
             if fields:
+                old_func, new_func = str(old[op].get("func")), str(new[op].get("func"))
                 default_from = (
-                    first_changed_default(str(old[op].get("func")), str(new[op].get("func")))
-                    if FUNC_DEFAULTS in fields
-                    else None
+                    first_changed_default(old_func, new_func) if FUNC_DEFAULTS in fields else None
                 )
+                name = argument_name(new_func, default_from) if default_from is not None else ""
                 changes.append(
                     NativeChange(
-                        source, op, ChangeKind.modified, tuple(fields), other_only, default_from
+                        source,
+                        op,
+                        ChangeKind.modified,
+                        tuple(fields),
+                        other_only,
+                        default_from,
+                        name,
                     )
                 )
     return changes

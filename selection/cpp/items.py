@@ -216,7 +216,7 @@ def call_arguments(tokens: list[str], open_at: int, limit: int = 2000) -> int | 
         token = tokens[index]
         if token == "<":
             end = _template_arguments_end(tokens, index)
-            if not (is_identifier(tokens[index - 1]) and end < stop and tokens[end] == "("):
+            if not _called_template(tokens, index, min(end, stop)):
                 return None  # a less-than, or template arguments of a type
             index = end - 1  # `size<T>(`: skip to its `(`
             continue
@@ -261,6 +261,31 @@ def _occurrence(
     return ""
 
 
+# Tokens that end a comparison's operand but never stand in a called template's arguments
+# here: `a < b && c > (d)` is two comparisons, not `a<...>(d)`.
+_NOT_IN_TEMPLATE_ARGUMENTS = frozenset({"&&", "||", "?", ";", "{", "}"})
+
+
+def _called_template(tokens: list[str], opens: int, end: int) -> bool:
+    """Do `tokens[opens:end]` read as the template arguments of a call (`size<T>(`): a name
+    before, `(` after, and between them no `&&`/`||`/`?` and no `)` or `]` closing what it
+    did not open (`f(i < n), g > (c)` is two comparisons)? Counting a comparison's `<` as
+    template arguments could only count too few arguments; refusing makes the count unknown."""
+    if not (is_identifier(tokens[opens - 1]) and end < len(tokens) and tokens[end] == "("):
+        return False
+    depth = 0
+    for token in tokens[opens + 1 : end - 1]:
+        if token in _NOT_IN_TEMPLATE_ARGUMENTS:
+            return False
+        if token in ("(", "["):
+            depth += 1
+        elif token in (")", "]"):
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
 def _symint_api(tokens: list[str], index: int) -> bool:
     """`at::symint::slice<T>(...)`: the op API generic over int and SymInt."""
     return index > 3 and tokens[index - 4 : index - 1] == ["at", "::", "symint"]
@@ -272,7 +297,7 @@ def _call_opens(tokens: list[str], start: int) -> int | None:
     after = tokens[start] if start < len(tokens) else ""
     if after == "<":
         end = _template_arguments_end(tokens, start)
-        start, after = end, tokens[end] if end < len(tokens) else ""
+        return end if _called_template(tokens, start, end) else None
     return start if after == "(" else None
 
 

@@ -11,7 +11,7 @@ The only C++ source on these machines is Debian's PyTorch 2.6.0. Its kernels mov
 (`bench/bench_native_sources.py`: of the 2,664 edges the 2.13.0 library holds, 1,770 are in
 2.6.0's source), so its counts do not decide: an edge whose calls all passed the argument in
 2.6.0's source is a doubt (`Step.older_arguments`), not followed by the walk, and a canary
-runs the caller's own tests (selection.links.resolve, selection.mapping). An edge the older
+runs the tests nearest the caller (selection.links.resolve, selection.mapping). An edge the older
 source does not hold, or holds with a call of unknown count, is followed as before.
 
 The record (`selection/data/native_call_arguments.json`): per op whose composite or meta
@@ -100,14 +100,18 @@ def parse(document: dict[str, Any]) -> RecordedArguments:
     """Raises ValueError on a document that is not a record of this schema."""
     if document.get("schema") != SCHEMA:
         raise ValueError(f"not a {SCHEMA} document")
-    tables = [document.get(name, {}) for name in ("kernels", "formulas")]
+    tables = [document.get(name) for name in ("kernels", "formulas")]
     for table in tables:
         if not isinstance(table, dict) or not all(
-            isinstance(called, dict) and all(isinstance(n, int) for n in called.values())
+            isinstance(called, dict) and all(_is_count(n) for n in called.values())
             for called in table.values()
         ):
             raise ValueError("kernels and formulas map ops to {op: argument count}")
-    return RecordedArguments(str(document.get("source", "")), tables[0], tables[1])
+    return RecordedArguments(str(document.get("source", "")), tables[0], tables[1])  # type: ignore[arg-type]
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @cache

@@ -76,13 +76,13 @@ def omitting(positions: Mapping[Target, int]) -> Follow:
             return True
         passed = edge.step.arguments
         if passed is None:
-            return not passed_then(edge.step, position)
+            return not older_source_passes(edge.step, position)
         return passed <= position
 
     return follow
 
 
-def passed_then(step: Step, position: int) -> bool:
+def older_source_passes(step: Step, position: int) -> bool:
     """A hop whose calls are not known to pass the argument at `position` (a release's
     compiled calls), but all passed it in an older release's source (`Step.older_arguments`):
     a doubt, which `omitting` does not follow (selection.links.resolve aims a canary at it)."""
@@ -96,7 +96,7 @@ def doubted(graph: LinkGraph, positions: Mapping[Target, int]) -> list[Edge]:
         edge
         for node, position in positions.items()
         for edge in graph.users.get(node, ())
-        if passed_then(edge.step, position)
+        if older_source_passes(edge.step, position)
     ]
 
 
@@ -140,11 +140,11 @@ class LinkGraph:
         key = (user, used, kind)
         known = self._seen.get(key)
         if known is not None:
-            merged = replace(
-                known.step,
-                arguments=fewest_arguments(known.step.arguments, step.arguments),
-                older_arguments=fewest_arguments(_assumed(known.step), _assumed(step)),
-            )
+            arguments = fewest_arguments(known.step.arguments, step.arguments)
+            older = None  # only where the count is not known (Step.older_arguments)
+            if arguments is None:
+                older = fewest_arguments(_assumed(known.step), _assumed(step))
+            merged = replace(known.step, arguments=arguments, older_arguments=older)
             if merged != known.step:
                 self._replace(known, Edge(user, used, kind, merged))
             return
@@ -199,6 +199,25 @@ class LinkGraph:
             found |= bits.get(node_of(target), 0)
         digits = bin(found)[:1:-1]  # least significant first
         return [picked[i] for i, digit in enumerate(digits) if digit == "1"]
+
+    def nearest_roots(self, start: Target, follow: Follow = default_follow) -> list[Target]:
+        """The roots closest to `start` up its users: those of the first level (in edges)
+        that holds any. An op's own entries, else the tests of the nearest code using it
+        (`_pad_circular` has no OpInfo: `nn.functional.pad`'s, through `pad`)."""
+        level, seen = [node_of(start)], {node_of(start)}
+        while level:
+            roots: list[Target] = []
+            above: list[Target] = []
+            for node in level:
+                for edge in self.users.get(node, ()):
+                    if edge.user in seen or not follow(edge):
+                        continue
+                    seen.add(edge.user)
+                    (roots if edge.user.kind in ROOT_KINDS else above).append(edge.user)
+            if roots:
+                return sorted(roots, key=_order)
+            level = above
+        return []
 
     def roots(self, bits: int) -> list[Target]:
         self._root_bits()

@@ -22,9 +22,7 @@ class NativeLinks:
     def reach(self, change: object, index: LinkIndex) -> Outcome:
         if not isinstance(change, NativeChange):
             return Outcome()
-        summary = f"{change.source}.yaml {change.op} {change.kind}"
-        if change.fields:
-            summary += ": " + ", ".join(change.fields[:4])
+        summary = native_summary(change)
         if change.other_device_only:
             return Outcome(no_effect=f"{summary}: only another device's dispatch changed")
         path = f"{change.source}.yaml"
@@ -45,6 +43,16 @@ class NativeLinks:
             default_from=change.default_from if by_call_site else None,
         )
         return Outcome(links=[link], kind=kind)
+
+
+def native_summary(change: NativeChange) -> str:
+    """`native_functions.yaml slice.Tensor modified: func.defaults (dim)`."""
+    summary = f"{change.source}.yaml {change.op} {change.kind}"
+    if change.fields:
+        summary += ": " + ", ".join(change.fields[:4])
+    if change.default_name:
+        summary += f" ({change.default_name})"
+    return summary
 
 
 # The dispatch key of the kernels that run on meta and fake tensors: tracing (torch.compile,

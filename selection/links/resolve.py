@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
 from selection.links.graph import (
-    DISPATCHING,
     Edge,
     Follow,
     default_follow,
@@ -241,21 +240,23 @@ def _positions(links: list[Link]) -> dict[Target, int]:
     return {node: p for node, p in positions.items() if p is not None}
 
 
-def doubt_aim(doubts: list[Edge], index: LinkIndex) -> Link | None:
-    """The tests of the callers a default change is in doubt for (`Resolution.doubts`):
-    the instances of the entries dispatching to each calling op, the op's own tests (where a
-    kernel that now omits the argument would show first). None when no reused entry tests
-    one."""
+def doubt_aim(doubts: list[Edge], index: LinkIndex, within: frozenset[str] | None) -> Link | None:
+    """The tests nearest the callers a default change is in doubt for (`Resolution.doubts`),
+    where a kernel that now omits the argument would break first: each calling op's own
+    entries, else the nearest tests up its users (LinkGraph.nearest_roots), of those
+    `within` when given. None when there are none."""
     callers = sorted({edge.user for edge in doubts}, key=lambda t: t.name)
-    ids: list[str] = []
+    ids: dict[str, None] = {}
     for caller in callers:
-        for edge in index.graph.users.get(caller, ()):
-            if edge.kind in DISPATCHING and edge.user.kind == "entry":
-                ids.extend(i.node_id for i in root_instances(edge.user, index))
+        for root in index.graph.nearest_roots(caller):
+            for inst in root_instances(root, index):
+                if within is None or inst.node_id in within:
+                    ids[inst.node_id] = None
     if not ids:
         return None
-    label = "the own tests of " + ", ".join(c.name for c in callers)
-    return Link(Target.instances(label, tuple(dict.fromkeys(ids))))
+    return Link(
+        Target.instances("the tests nearest " + ", ".join(c.name for c in callers), tuple(ids))
+    )
 
 
 def _with_observed(

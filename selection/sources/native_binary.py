@@ -11,8 +11,9 @@ checked before the rest is extracted), malformed, a wheel member that does not i
 remembered so too, with its reason.
 
 A compiled call holds every argument, so the library cannot say whether a call omitted one
-(what a changed schema default matters for): each call is given the count PyTorch 2.6.0's
-source passed in the same kernel, where recorded (selection.cpp.recorded_arguments).
+(what a changed schema default matters for): each (calling op, called op) edge is given, as
+an older count, the fewest arguments PyTorch 2.6.0's source passed in the same edge, where
+recorded (selection.cpp.recorded_arguments): a changed default past it is a doubt.
 
 Anything unreadable -- no cached wheel, such a library, a yaml that does not parse, numpy (of
 the `backend` extra, imported only here to read a library) not installed -- gives no calls
@@ -91,8 +92,9 @@ def release_native_calls(
         return calls, f"{calls.describe()}; no recorded argument counts ({RECORD_FILE.name})"
     calls, found = with_recorded(calls, recorded)
     return calls, (
-        f"{calls.describe()}; argument counts of {found} of those calls as in {recorded.source}"
-        " (a changed default they passed there is a doubt: a canary runs the caller's tests)"
+        f"{calls.describe()}; {found} of these edges carry the fewest arguments their calls "
+        f"passed in {recorded.source} (a changed default they passed there is a doubt: a canary "
+        "runs the tests nearest the caller)"
     )
 
 

@@ -384,19 +384,37 @@ def test_a_release_default_change_doubts_the_kernels_an_older_source_saw_pass_it
 ) -> None:
     """The library cannot say whether relu6's compiled call omitted max_val; 2.6.0's source
     passed it: relu6 is not reached through its kernel (nor is anything else: no entry tests
-    hardtanh), a blind spot says why and a canary runs relu6's own tests."""
+    hardtanh), a blind spot says why, and a canary runs relu6's own tests, once per dtype.
+    The change is not also called "no effect"."""
     state = _select(_cache(default_releases, tmp_path, with_library=True), default_releases[1])
     assert linked_ops(state) == set()
-    [doubt] = [b for b in state.blind_spots if "hardtanh" in b and "C++ kernels" in b]
-    assert "relu6" in doubt and "PyTorch 2.6.0's C++ source" in doubt
+    [doubt] = [b for b in state.blind_spots if "hardtanh" in b]
+    assert "(max_val)" in doubt and "1 calling op (relu6: composite or meta kernels)" in doubt
+    assert "PyTorch 2.6.0's C++ source" in doubt and "a canary runs the tests nearest" in doubt
     canaried = {
-        c.instance.op
+        (c.instance.op, c.instance.dtype)
         for c in state.candidates.values()
         if any(cause.kind == "canary" and cause.summary == doubt for cause in c.causes)
     }
-    assert canaried == {"nn.functional.relu6"}
+    reused = {(i.op, i.dtype) for i in state.reused if i.op == "nn.functional.relu6"}
+    assert canaried == reused and len(reused) == 2
+    assert state.mapped is not None
+    assert not [n for n in state.mapped.no_effect if "hardtanh" in n]
     [note] = [n for n in state.notes if n.startswith(NOTE_PREFIX)]
     assert "PyTorch 2.6.0's C++ source" in note
+
+
+def test_a_doubt_no_reused_test_is_near_says_that_nothing_runs_for_it(
+    default_releases: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """The backend does not reuse relu6: no canary, and the blind spot says so."""
+    manifest = default_releases[1]
+    without = tmp_path / "manifest.yaml"
+    without.write_text(manifest.read_text().replace("      - nn.functional.relu6\n", ""))
+    state = _select(_cache(default_releases, tmp_path, with_library=True), without)
+    [doubt] = [b for b in state.blind_spots if "hardtanh" in b]
+    assert doubt.endswith("no reused test is near any of them: nothing runs for them")
+    assert not any(cause.summary == doubt for c in state.candidates.values() for cause in c.causes)
 
 
 # -- range and PR modes: the calls read from the clone's C++ source ---------------------------
@@ -523,9 +541,10 @@ def test_a_clone_without_native_functions_yaml_says_why_there_are_no_calls(
 
 def test_a_cpp_call_counts_the_arguments_it_passes_receiver_included() -> None:
     """Braces and nested calls hold commas of their own; a called template's arguments
-    (`at::symint::slice<T>(`, the op API generic over SymInt) are no arguments of the call;
-    any other `<` (a comparison) makes a count unknown, as does a use that is not a call; of
-    several calls of one op, the fewest arguments count."""
+    (`at::symint::slice<T>(`, the op API generic over SymInt; not another namespace's
+    `symint`) are no arguments of the call; any other `<` (a comparison, even one followed
+    by `> (`: skipping it as template arguments would count too few) makes a count unknown,
+    as does a use that is not a call; of several calls of one op, the fewest count."""
     from selection.cpp.items import used_names
     from selection.cpp.tokens import tokenize
 
@@ -537,6 +556,9 @@ def test_a_cpp_call_counts_the_arguments_it_passes_receiver_included() -> None:
       auto e = at::zeros({});
       auto g = at::cat<int>(t, 1);
       auto s = at::symint::slice<T>(t, 0, a, at::symint::size<T>(t, 0));
+      auto u = other::symint::select<T>(t);
+      g(at::squeeze(t, i < n), b > (c), d);
+      if (t.stride < k && m > (n)) {}
       auto h = at::gt(t, i < j ? 1 : 2);
       auto k = std::function(at::clamp);
     """
@@ -551,6 +573,8 @@ def test_a_cpp_call_counts_the_arguments_it_passes_receiver_included() -> None:
         "cat": 2,
         "slice": 4,
         "size": 2,
+        "squeeze": None,
+        "stride": None,
         "gt": None,
         "clamp": None,
     }

@@ -24,15 +24,22 @@ from selection.links.base import Step
 from selection.links.native_calls import NativeCalls
 from tests.support.pytorch_src import pytorch_src
 
+Table = dict[str, dict[str, int | None]]
 
-def _calls(kernels: dict[str, dict[str, int | None]], source: str = "lib") -> NativeCalls:
-    table = {
+
+def _table(calls: Table, source: str) -> dict[str, tuple[tuple[str, Step], ...]]:
+    return {
         user: tuple(
             (op, Step(source, f"at::native::{user}", f"calls {op}", n)) for op, n in called.items()
         )
-        for user, called in kernels.items()
+        for user, called in calls.items()
     }
-    return NativeCalls(source, table, {}, len(table), 0)
+
+
+def _calls(kernels: Table, source: str = "lib", formulas: Table | None = None) -> NativeCalls:
+    return NativeCalls(
+        source, _table(kernels, source), _table(formulas or {}, source), len(kernels), 0
+    )
 
 
 def test_only_counts_the_source_knows_are_recorded() -> None:
@@ -64,13 +71,27 @@ def test_a_librarys_unknown_counts_get_the_recorded_ones_of_the_same_edge() -> N
     assert (step.arguments, step.older_arguments, found) == (2, None, 0)
 
 
+def test_formula_helpers_calls_get_the_counts_recorded_for_formulas_only() -> None:
+    """`select`'s backward formula helper calls slice (the formulas table); the same pair
+    in the kernels table is another kernel's call and says nothing of it."""
+    recorded = RecordedArguments("2.6.0", {"select": {"slice": 1}}, {"select": {"slice": 5}})
+    library = _calls({"select": {"slice": None}}, formulas={"select": {"slice": None}})
+    annotated, found = with_recorded(library, recorded)
+    [(_, kernel)] = annotated.kernels["select"]
+    [(_, helper)] = annotated.formulas["select"]
+    assert (kernel.older_arguments, helper.older_arguments, found) == (1, 5, 2)
+
+
 def test_a_record_reads_back_as_written_and_a_damaged_one_is_refused(tmp_path: Path) -> None:
     recorded = RecordedArguments("x", {"narrow": {"slice": 5}}, {"mul": {"sum": 3}})
     assert parse(json.loads(dumps(recorded))) == recorded
     for document in (
         {"schema": "other", "kernels": {}},
         {"schema": "spyre-ci/native-call-arguments", "kernels": {"narrow": {"slice": "5"}}},
-        {"schema": "spyre-ci/native-call-arguments", "formulas": ["mul"]},
+        {"schema": "spyre-ci/native-call-arguments", "kernels": {}, "formulas": ["mul"]},
+        {"schema": "spyre-ci/native-call-arguments", "kernels": {"a": {"b": True}}, "formulas": {}},
+        {"schema": "spyre-ci/native-call-arguments", "kernels": {"a": {"b": -1}}, "formulas": {}},
+        {"schema": "spyre-ci/native-call-arguments", "formulas": {}},
     ):
         with pytest.raises(ValueError):
             parse(document)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from selection.links.base import Link, Step, Target
 from selection.links.derivatives import derivative_uses
-from selection.links.graph import LinkGraph, doubted, omitting, passed_then
+from selection.links.graph import LinkGraph, doubted, older_source_passes, omitting
 from selection.links.resolve import _positions
 from selection.model import NativeChange
 from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
@@ -289,7 +289,19 @@ def test_a_known_count_decides_over_an_older_sources() -> None:
     graph.add(user, used, "native-call", Step("src", "b", "", 3))
     [edge] = graph.users[used]
     assert (edge.step.arguments, edge.step.older_arguments) == (None, 3)
-    assert not passed_then(edge.step, 3) and passed_then(edge.step, 2)
+    assert not older_source_passes(edge.step, 3) and older_source_passes(edge.step, 2)
     graph.add(user, used, "native-call", Step("lib", "c", "", None))
     [edge] = graph.users[used]
-    assert edge.step.older_arguments is None and not passed_then(edge.step, 0)
+    assert edge.step.older_arguments is None and not older_source_passes(edge.step, 0)
+
+
+def test_the_tests_nearest_a_caller_are_its_own_else_those_of_its_nearest_users() -> None:
+    """narrow has its own entry; `_pad_circular` has none: pad's kernel calls it, and pad's
+    entry is the nearest test (chunk's, two levels further through narrow, is not)."""
+    graph = _release_graph(older=5)
+    graph.add(Target.aten("pad"), Target.aten("_pad_circular"), "native-call", Step("l", "pad", ""))
+    graph.add(Target.entry("opinfo", "pad"), Target.aten("pad"), "dispatch", Step("db", "pad", ""))
+    graph.add(Target.aten("chunk"), Target.aten("pad"), "native-call", Step("l", "chunk", ""))
+    assert graph.nearest_roots(Target.aten("narrow")) == [Target.entry("opinfo", "narrow")]
+    assert graph.nearest_roots(Target.aten("_pad_circular")) == [Target.entry("opinfo", "pad")]
+    assert graph.nearest_roots(Target.aten("unused")) == []

@@ -15,6 +15,7 @@ import gc
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from rich.progress import (
 from selection.enumerate import DeviceProfile
 from selection.errors import EXIT_EMPTY, EXIT_SELECTED, BadInput, SelectionError
 from selection.outputs.blind_spots import is_change_spot
-from selection.outputs.report import deps_note
+from selection.outputs.report import deps_note, drop_reason_kind
 from selection.sources.release_tests import DEFAULT_REMOTE, DEFAULT_TIMEOUT, ReleaseTestSource
 
 
@@ -436,6 +437,8 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
         if no_effect <= SHOWN_BLIND_SPOTS:  # a patch release's few: shown, not looked up
             for reason in reasons:
                 console.print(f"  no effect: {reason}", highlight=False)
+    if not selected and state.dropped:
+        _why_dropped(console, state.dropped)
     console.print(
         f"[bold]selected {selected} tests[/]{ratio}: {state.request.base.label} -> {state.request.head.label}"
     )
@@ -447,6 +450,20 @@ def _summary(console: Console, state: Any, paths: dict[str, Path]) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _why_dropped(console: Console, dropped: list[Any]) -> None:
+    """Nothing selected, though changes reached tests: why each was dropped, most common
+    reasons first."""
+    reasons = Counter(drop_reason_kind(d.reason) for d in dropped)
+    tests = "test" if len(dropped) == 1 else "tests"
+    console.print(
+        f"{len(dropped)} {tests} reached, none kept: every reason is in report.md "
+        "('Dropped candidates')",
+        highlight=False,
+    )
+    for reason, count in reasons.most_common(SHOWN_CAUSES):
+        console.print(f"  {count} dropped: {reason}"[:CAUSE_WIDTH], highlight=False)
 
 
 SHOWN_CAUSES = 3

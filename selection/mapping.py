@@ -11,7 +11,7 @@ what it reaches. An unparseable file widens its dependents.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, LinkKind, Outcome, Step, Target
@@ -22,7 +22,7 @@ from selection.links.file_changes import FileLinks
 from selection.links.graph import Edge
 from selection.links.index import LinkIndex
 from selection.links.native_changes import NativeLinks, native_summary
-from selection.links.resolve import Resolution, doubt_aim, resolve
+from selection.links.resolve import Resolution, doubt_aims, resolve
 from selection.links.symbol_changes import SymbolLinks, mapped_on_their_own
 from selection.links.template_changes import TemplateLinks
 from selection.model import (
@@ -245,17 +245,15 @@ class Mapper:
         """A changed default's callers that passed the argument in the older source their
         counts were recorded from: a blind spot, and a canary over the tests nearest them,
         one per op and dtype (a kernel that omits it now breaks its own op first)."""
-        aim = doubt_aim(doubts, self.index, self.reused)
+        aims = doubt_aims(doubts, self.index, self.reused)
         native = self.index.native_calls
         source = native.arguments_from if native is not None else "an older source"
-        blind = f"{detect.summary}: {doubted_callers(doubts, source)}; " + (
-            "a canary runs the tests nearest them"
-            if aim is not None
-            else "no reused test is near any of them: nothing runs for them"
-        )
+        blind = f"{detect.summary}: {doubted_callers(doubts, aims, source)}"
         self.result.blind_spots.append(blind)
-        if aim is not None:
-            self._aimed_canary(blind, [aim], per_op=True)
+        ids = tuple(dict.fromkeys(i for aim in aims.values() for i in aim))
+        if ids:
+            label = "the tests nearest " + ", ".join(c for c, aim in aims.items() if aim)
+            self._aimed_canary(blind, [Link(Target.instances(label, ids))], per_op=True)
 
     def _unrecorded_reused(self) -> bool:
         """Does a reused instance lack a recording: its (op, dtype) pair has none, or it has
@@ -396,16 +394,22 @@ def _subject(step: Step, root: Target) -> str:
     return f"{step.path}:{step.symbol} "
 
 
-def doubted_callers(doubts: list[Edge], source: str) -> str:
-    """`3 calling ops (narrow, select, ...: composite or meta kernels, backward formulas' C++
-    helpers) passed the argument at every call in <source>; the release's library cannot tell
-    whether they still do`."""
-    callers = sorted({edge.user.name for edge in doubts})
+def doubted_callers(doubts: list[Edge], aims: Mapping[str, tuple[str, ...]], source: str) -> str:
+    """`3 calling ops (composite or meta kernels) passed the argument at every call in
+    <source>; ...: a canary runs the tests nearest 2 of them (narrow, select); no reused test
+    is near 1 (istft)`."""
     kinds = sorted({"backward formulas' C++ helpers" if edge.kind == "derivative" else
                     "composite or meta kernels" for edge in doubts})  # fmt: skip
-    names = ", ".join(callers[:6]) + (", ..." if len(callers) > 6 else "")
-    ops = "1 calling op" if len(callers) == 1 else f"{len(callers)} calling ops"
-    return (
-        f"{ops} ({names}: {' and '.join(kinds)}) passed the argument at every call in "
-        f"{source}; the release's library cannot tell whether they still do"
+    near = [caller for caller, aim in aims.items() if aim]
+    far = [caller for caller, aim in aims.items() if not aim]
+    ops = "1 calling op" if len(aims) == 1 else f"{len(aims)} calling ops"
+    text = (
+        f"{ops} ({' and '.join(kinds)}) passed the argument at every call in {source}; the "
+        "release's library cannot tell whether they still do"
     )
+    if not near:
+        return (
+            f"{text}; no reused test is near any of them ({', '.join(far)}): nothing runs for them"
+        )
+    text += f": a canary runs the tests nearest {len(near)} of them ({', '.join(near)})"
+    return text + (f"; no reused test is near {len(far)} ({', '.join(far)})" if far else "")

@@ -46,17 +46,23 @@ def parse_entries(text: str, path: str) -> dict[str, dict[str, Any]]:
 # A schema argument's default: `=0`, `=None`, `=[]`, `=[1, 1]`, `="mean"`.
 _DEFAULT = re.compile(r"""=\s*(\[[^\]]*\]|"[^"]*"|'[^']*'|[^,)\s]+)""")
 
-# The field name of a `func:` change that only changed argument defaults.
+# The field name of a `func:` change that only changed argument defaults, and of one that
+# only gave defaults to arguments that had none (every existing call passes them).
 FUNC_DEFAULTS = "func.defaults"
+FUNC_DEFAULTS_ADDED = "func.defaults_added"
 
 
 def _func_field(old: object, new: object) -> str:
-    """`func.defaults` when the two schemas differ only in their arguments' defaults."""
+    """`func.defaults` when the two schemas differ only in their arguments' defaults
+    (`func.defaults_added` when each difference is a default given where there was none)."""
     if (
         isinstance(old, str)
         and isinstance(new, str)
         and _DEFAULT.sub("", old) == _DEFAULT.sub("", new)
     ):
+        pairs = zip(_arguments(old), _arguments(new), strict=False)
+        if all(before == after or "=" not in before for before, after in pairs):
+            return FUNC_DEFAULTS_ADDED
         return FUNC_DEFAULTS
     return "func"
 
@@ -65,6 +71,22 @@ def _arguments(signature: str) -> list[str]:
     """A schema's arguments in order, `*` left out: `add.Tensor(Tensor self, *, Scalar
     alpha=1)` -> [`Tensor self`, `Scalar alpha=1`] (brackets nest: `Tensor(a) self`,
     `int[1] dim=[-2,-1]`; schema defaults hold no quoted commas)."""
+    return [a for a in _declared(signature) if a != "*"]
+
+
+def positional_types(signature: str) -> list[str]:
+    """The types of a schema's positional arguments (those before `*`), brackets and `?`
+    kept: `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode)` -> [`Tensor`,
+    `Tensor`]."""
+    found = []
+    for argument in _declared(signature):
+        if argument == "*":
+            break
+        found.append(argument.split()[0])
+    return found
+
+
+def _declared(signature: str) -> list[str]:
     start = signature.find("(")
     arguments: list[str] = []
     depth, current = 0, ""
@@ -81,7 +103,7 @@ def _arguments(signature: str) -> list[str]:
         else:
             current += char
     arguments.append(current.strip())
-    return [a for a in arguments if a and a != "*"]
+    return [a for a in arguments if a]
 
 
 def first_changed_default(old: str, new: str) -> int | None:

@@ -215,6 +215,11 @@ def prepare(
             base = repo_source.resolve_ref(repo, options.from_ or "HEAD")
         elif options.from_ and looks_like_version(options.from_):
             repo, (base,) = _releases(options, [options.from_], progress, note, extra)
+        elif options.from_:
+            raise BadInput(
+                f"--from {options.from_}: not a release version (2.13 or 2.13.0, without a "
+                "local part such as +cpu); a git ref needs --pytorch-repo PATH"
+            )
         else:
             raise BadInput(
                 "--diff needs a base: --pytorch-repo PATH [--from REF] or --from VERSION"

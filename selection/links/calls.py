@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from selection.links.base import Step, Target
 from selection.links.graph import Edge
+from selection.links.text_arguments import TextTaking
 from selection.python.resolver import Resolver
 from selection.python.summary import ModuleSummary, Use, is_test_code, unknown_receiver
 
@@ -51,12 +52,15 @@ def _method_fallback(
     aten_ops: Collection[str],
     library: bool,
     own_methods: OwnMethods,
+    texts: TextTaking | None = None,
 ) -> list[Target]:
     if use.how != "call" or len(use.chain) < 2:
         return []
     name = use.chain[-1]
     if name.startswith("__") and name.endswith("__"):
         return []  # `child.__repr__()`: every object has one, the receiver decides
+    if texts is not None and texts.refuses(name, use.text_arguments):
+        return []  # `var.split(",")`: no tensor method takes text there
     if tensor is not None and f"Tensor.{name}" in tensor.kinds:
         return [Target.function(TENSOR_MODULE, f"Tensor.{name}")]
     if library and name in aten_ops:
@@ -133,16 +137,18 @@ def uses_of(
     tensor: ModuleSummary | None,
     methods_of: Callable[[Target], list[Target]],
     methods_by_name: OwnMethods = own_methods,
+    texts: TextTaking | None = None,
 ) -> Iterator[tuple[Target, str, Step]]:
     """(used target, link kind, evidence) for each use of one symbol. `methods_of` gives a
     class target's method qualnames (empty for anything else); `methods_by_name`, a
-    module's own methods by name (`own_methods`, memoized by the caller)."""
+    module's own methods by name (`own_methods`, memoized by the caller); `texts`, where
+    tensor methods take text (a call passing it elsewhere is on no tensor)."""
     library = not is_test_code(summary.path)
     for use in summary.uses.get(qualname, ()):
         targets = resolver.resolve(summary, qualname, use.chain)
         if not targets and unknown_receiver(use.chain, summary):
             targets = _method_fallback(
-                use, summary, tensor, resolver.aten_ops, library, methods_by_name
+                use, summary, tensor, resolver.aten_ops, library, methods_by_name, texts
             )
         step = Step(
             summary.path,

@@ -36,6 +36,7 @@ from selection.links.recorded_uses import recorded_uses
 from selection.links.refs_mode import MODE_TABLE
 from selection.links.registrations import is_registration_module
 from selection.links.subsystems import subsystem_of
+from selection.links.text_arguments import TextTaking, python_signatures, schema_text_positions
 from selection.native_yaml import NativeYamlError, parse_entries
 from selection.opinfo_db import DbEntry
 from selection.oplists import OpDatabase
@@ -92,6 +93,7 @@ class Explorer:
         self._registered: Registered | None = None
         self._derived: Derived | None = None
         self._own_methods: dict[str, Mapping[str, list[str]]] = {}
+        self._text_taking: TextTaking | None = None
         self._known_templates: dict[Target, Template] | None = None
 
     # -- sources -----------------------------------------------------------------------------
@@ -104,6 +106,15 @@ class Explorer:
         except NativeYamlError as exc:
             self.unparseable[found[0]] = str(exc)
             return {}
+
+    def text_taking(self) -> TextTaking:
+        """Where tensor methods take text (selection.links.text_arguments), once."""
+        if self._text_taking is None:
+            funcs = (str(entry.get("func", "")) for entry in self.native.values())
+            module = self.trees.module(TENSOR_MODULE)
+            methods = python_signatures(module) if module is not None else {}
+            self._text_taking = TextTaking(schema_text_positions(funcs), methods)
+        return self._text_taking
 
     def own_methods(self, summary: ModuleSummary) -> Mapping[str, list[str]]:
         """A module's own methods by name, once per module (calls.own_methods)."""
@@ -257,7 +268,13 @@ class Explorer:
         if summary is not None and node.name in summary.kinds:
             tensor = self.summary(TENSOR_MODULE)
             yield from uses_of(
-                summary, node.name, self.resolver, tensor, self.methods_of, self.own_methods
+                summary,
+                node.name,
+                self.resolver,
+                tensor,
+                self.methods_of,
+                self.own_methods,
+                self.text_taking(),
             )
 
     def _template_out(self, node: Target) -> Out:

@@ -13,7 +13,7 @@ from selection.devices import dispatch_key_other_device
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.index import LinkIndex
 from selection.model import NativeChange
-from selection.native_yaml import FUNC_DEFAULTS
+from selection.native_yaml import FUNC_DEFAULTS, FUNC_DEFAULTS_ADDED
 
 
 class NativeLinks:
@@ -25,6 +25,11 @@ class NativeLinks:
         summary = native_summary(change)
         if change.other_device_only:
             return Outcome(no_effect=f"{summary}: only another device's dispatch changed")
+        if change.fields and all(f == FUNC_DEFAULTS_ADDED for f in change.fields):
+            return Outcome(
+                no_effect=f"{summary}: defaults given to arguments that had none (every "
+                "existing call passes them)"
+            )
         path = f"{change.source}.yaml"
         how = ", ".join(change.fields[:4]) or str(change.kind)
         traced = is_trace_only(change)

@@ -240,23 +240,22 @@ def _positions(links: list[Link]) -> dict[Target, int]:
     return {node: p for node, p in positions.items() if p is not None}
 
 
-def doubt_aim(doubts: list[Edge], index: LinkIndex, within: frozenset[str] | None) -> Link | None:
-    """The tests nearest the callers a default change is in doubt for (`Resolution.doubts`),
-    where a kernel that now omits the argument would break first: each calling op's own
-    entries, else the nearest tests up its users (LinkGraph.nearest_roots), of those
-    `within` when given. None when there are none."""
-    callers = sorted({edge.user for edge in doubts}, key=lambda t: t.name)
-    ids: dict[str, None] = {}
-    for caller in callers:
+def doubt_aims(
+    doubts: list[Edge], index: LinkIndex, within: frozenset[str] | None
+) -> dict[str, tuple[str, ...]]:
+    """Per caller a default change is in doubt for (`Resolution.doubts`), by op name, the
+    node ids of the tests nearest it, where a kernel that now omits the argument would
+    break first: the calling op's own entries, else the nearest tests up its users
+    (LinkGraph.nearest_roots), of those `within` when given (an empty tuple: none)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for caller in sorted({edge.user for edge in doubts}, key=lambda t: t.name):
+        ids: dict[str, None] = {}
         for root in index.graph.nearest_roots(caller):
             for inst in root_instances(root, index):
                 if within is None or inst.node_id in within:
                     ids[inst.node_id] = None
-    if not ids:
-        return None
-    return Link(
-        Target.instances("the tests nearest " + ", ".join(c.name for c in callers), tuple(ids))
-    )
+        found[caller.name] = tuple(ids)
+    return found
 
 
 def _with_observed(

@@ -14,8 +14,10 @@ A name is a *plain value* in a function when every binding of it there gives one
 - an assignment (an annotated one also annotated so) of a literal, an f-string, `"..." % x`,
   a list, dict or set display or comprehension, a tuple display, a call of a builtin
   constructor (`set()`, `dict(...)`, `str(x)`, `sorted(...)`, `collections.defaultdict(list)`;
-  not where the function or its module binds that name itself), or a str method called on
-  a string literal (`"-".join(parts)`).
+  not where the function or its module binds that name itself), a str method called on
+  a string literal (`"-".join(parts)`), or a call of a function of a standard module none
+  of whose functions returns a tensor, imported as such (`regx = re.compile(...)`,
+  `os.path.join(...)`; `VALUE_MODULES`).
 Any other binding -- another assignment, `+=`, a `for` or `with` target, a walrus, an
 import, `global`/`nonlocal`, a `nonlocal` of a function nested in it, a `del` -- makes the
 name unknown, as does its absence (a name of an enclosing function or of the module).
@@ -76,15 +78,18 @@ def plain_values(
     args: ast.arguments,
     body: list[ast.stmt] | list[ast.expr],
     module_names: Collection[str] = frozenset(),
+    value_modules: Collection[str] = frozenset(),
 ) -> frozenset[str]:
     """The names of a function (its `args` and `body`) that can never hold a tensor.
-    `module_names`: what the module defines or imports (a `list` of its own is no builtin)."""
+    `module_names`: what the module defines or imports (a `list` of its own is no builtin);
+    `value_modules`: its names of `VALUE_MODULES` imports (`regx = re.compile(...)`)."""
     nodes = list(own_nodes(body, comprehensions=False))
     bindings = [(name, value) for node in nodes for name, value in _bindings(node)]
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     stars = [star for star in (args.vararg, args.kwarg) if star is not None]
     rebound = {name for name, _ in bindings} | {a.arg for a in (*params, *stars)}
     shadowed = rebound | set(module_names)
+    in_function = frozenset(rebound)
     verdicts: dict[str, bool] = {}
 
     def bind(name: str, plain: bool) -> None:
@@ -95,7 +100,10 @@ def plain_values(
     for star in stars:
         bind(star.arg, True)
     for name, value in bindings:
-        bind(name, value is not None and is_plain_value(value, shadowed))
+        bind(
+            name,
+            value is not None and is_plain_value(value, shadowed, value_modules, in_function),
+        )
     for name in _nonlocal_in_nested(nodes):
         bind(name, False)  # a nested function may assign it anything
     return frozenset(name for name, plain in verdicts.items() if plain)
@@ -129,9 +137,15 @@ def is_value_annotation(node: ast.expr | None) -> bool:
     return False
 
 
-def is_plain_value(node: ast.expr, shadowed: Collection[str] = frozenset()) -> bool:
-    """An expression whose value is never a tensor. `shadowed`: names the code rebinds
-    (a function called `sorted` of its own is no builtin)."""
+def is_plain_value(
+    node: ast.expr,
+    shadowed: Collection[str] = frozenset(),
+    value_modules: Collection[str] = frozenset(),
+    rebound: Collection[str] = frozenset(),
+) -> bool:
+    """An expression whose value is never a tensor. `shadowed`: names the code or its
+    module binds (a function called `sorted` of its own is no builtin); `value_modules`:
+    the module's names of `VALUE_MODULES` imports, unless `rebound` in the function."""
     if isinstance(node, _DISPLAYS):
         return True
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
@@ -140,7 +154,7 @@ def is_plain_value(node: ast.expr, shadowed: Collection[str] = frozenset()) -> b
         func = node.func
         if isinstance(func, ast.Name):
             return func.id in BUILTIN_CONSTRUCTORS and func.id not in shadowed
-        if _is_collections(func):
+        if _is_collections(func) or _is_value_module_call(func, value_modules, rebound):
             return True
         return (
             isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and _is_text(func.value)
@@ -154,6 +168,23 @@ def _is_text(node: ast.expr) -> bool:
     )
 
 
+def text_arguments(call: ast.Call) -> tuple[int, ...]:
+    """The positions (0-based, receiver not counted) of a call's positional arguments that
+    are text: a str or bytes literal, an f-string, `"%s" % x`. None past a `*args`, whose
+    positions are not known."""
+    found = []
+    for position, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if _is_text(argument) or (
+            isinstance(argument, ast.BinOp)
+            and isinstance(argument.op, ast.Mod)
+            and _is_text(argument.left)
+        ):
+            found.append(position)
+    return tuple(found)
+
+
 def _is_collections(func: ast.expr) -> bool:
     """`collections.defaultdict(...)`, `collections.OrderedDict()`: not `obj.list`."""
     return (
@@ -161,6 +192,34 @@ def _is_collections(func: ast.expr) -> bool:
         and func.attr in BUILTIN_CONSTRUCTORS
         and isinstance(func.value, ast.Name)
         and func.value.id == "collections"
+    )
+
+
+# Standard modules none of whose functions returns a tensor (`re.compile(...)` is a Pattern,
+# `os.path.join(...)` a str); `copy`, `functools`, `itertools`, `operator` may.
+VALUE_MODULES = frozenset(
+    {
+        "re", "os", "string", "json", "textwrap", "inspect", "shlex", "fnmatch", "glob",
+        "difflib", "hashlib", "platform", "sysconfig", "tempfile", "time", "datetime",
+        "struct", "pathlib", "traceback", "math",
+    }
+)  # fmt: skip
+
+
+def _is_value_module_call(
+    func: ast.expr, value_modules: Collection[str], shadowed: Collection[str]
+) -> bool:
+    """`re.compile(...)`, `os.path.join(...)`: a function of a module the module imports
+    under a name in `value_modules` (`VALUE_MODULES`' imports), not rebound in the
+    function."""
+    head = func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(head, ast.Name)
+        and head.id in value_modules
+        and head.id not in shadowed
     )
 
 

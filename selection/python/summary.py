@@ -31,7 +31,12 @@ from selection.python.load_time import calls_on_load, imported_modules, load_tim
 from selection.python.names import ModuleNames
 from selection.python.nesting import CONSTRUCTORS, call_arguments, is_plain_call, runs_in_place
 from selection.python.operators import Mappings, Operators
-from selection.python.receivers import plain_values
+from selection.python.receivers import (
+    VALUE_MODULES,
+    is_plain_value,
+    plain_values,
+    text_arguments,
+)
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
 _CLASS_TESTS = {("isinstance",), ("issubclass",)}
@@ -62,6 +67,9 @@ class Use:
     # A call whose result is called in turn, where it stands: `@factory(arg)` on a
     # definition, `out_wrapper()(fn)`. The function the factory returns runs there too.
     applied: bool = False
+    # A call's positional arguments that are text (receivers.text_arguments): `x.split(",")`
+    # is no call of an op none of whose overloads takes text there (links.text_arguments).
+    text_arguments: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,8 +128,9 @@ def summarize(
     _imports(summary, tree, names)
     # a `sum` of its own; a `list` the receivers must not take for the builtin
     defined = frozenset({q for q in symbols if "." not in q} | summary.bindings.keys())
+    value_modules = value_module_names(summary.bindings)
     for qualname, symbol in symbols.items():
-        collector = _UseCollector(tests, defined)
+        collector = _UseCollector(tests, defined, value_modules)
         for node in symbol.nodes:
             collector.collect(node)
         summary.uses[qualname] = tuple(collector.uses)
@@ -251,9 +260,15 @@ class _UseCollector:
     """Walks the code of one symbol that can run here (selection.python.for_us), collecting
     uses; only symbols with another device's code are copied and filtered."""
 
-    def __init__(self, tests: bool, module_names: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        tests: bool,
+        module_names: frozenset[str] = frozenset(),
+        value_modules: frozenset[str] = frozenset(),
+    ) -> None:
         self.tests = tests
         self.module_names = module_names  # what the module defines or imports
+        self.value_modules = value_modules  # receivers.VALUE_MODULES it imports, by name
         self.uses: list[Use] = []
         self.device_uses: list[Use] = []
         self._nesting = 0  # inside how many nested function bodies (Use.nesting)
@@ -275,7 +290,7 @@ class _UseCollector:
             self._nesting = nesting
             self._visit(guard, "reference")  # `if can_fuse(x) and x.is_cuda:` runs here
         ours = {(u.chain, u.how, u.line) for u in self.uses[kept:]}
-        everything = _UseCollector(self.tests, self.module_names)
+        everything = _UseCollector(self.tests, self.module_names, self.value_modules)
         everything._start(node)
         everything._visit(node, how)
         self.device_uses.extend(u for u in everything.uses if (u.chain, u.how, u.line) not in ours)
@@ -288,11 +303,16 @@ class _UseCollector:
         self._in_place = [] if self._at_root else [runs_in_place([node])]
         self._plain = []
 
-    def _use(self, chain: Chain, how: str, line: int, applied: bool = False) -> None:
-        self.uses.append(Use(chain, how, line, self._nesting, applied))
+    def _use(
+        self, chain: Chain, how: str, line: int, applied: bool = False, texts: tuple[int, ...] = ()
+    ) -> None:
+        self.uses.append(Use(chain, how, line, self._nesting, applied, texts))
 
-    def _visit(self, node: ast.AST, how: str, applied: bool = False) -> None:
-        """`applied`: what `node` (a call, or what a call calls) returns is called there."""
+    def _visit(
+        self, node: ast.AST, how: str, applied: bool = False, texts: tuple[int, ...] = ()
+    ) -> None:
+        """`applied`: what `node` (a call, or what a call calls) returns is called there;
+        `texts`: the call's text arguments (Use.text_arguments)."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self._definition(node)
             return
@@ -311,18 +331,21 @@ class _UseCollector:
                     and chain[0] in self._plain[-1]
                 ):
                     chain = (PLAIN_VALUE, chain[1])
-                self._use(chain, how, getattr(node, "lineno", 0), applied)
+                self._use(chain, how, getattr(node, "lineno", 0), applied, texts)
                 return
             if how == "call" and isinstance(node, ast.Attribute):
                 # `x.sum().backward()`, `super().norm()`, `xs[0].split(2)`: a method called
-                # on a receiver that is no name, linked by its name alone (calls.uses_of)
-                self._use((UNNAMED, node.attr), how, node.lineno, applied)
+                # on a receiver that is no name, linked by its name alone (calls.uses_of);
+                # `str(layout).split(".")`, `"a b".split()`: on a value that is no tensor
+                plain = is_plain_value(node.value, self.module_names, self.value_modules)
+                head = PLAIN_VALUE if plain else UNNAMED
+                self._use((head, node.attr), how, node.lineno, applied, texts)
         if isinstance(node, ast.Call):
             # `@factory(arg)` on a definition: what the call returns is applied there;
             # `factory(arg)(fn)`: what the inner call returns is called by the outer one
             result_called = applied or how == "decorator"
             inner = isinstance(node.func, ast.Call)
-            self._visit(node.func, "call", True if inner else result_called)
+            self._visit(node.func, "call", True if inner else result_called, text_arguments(node))
             # a lambda given to a plain call is a callback: it may run in place
             callbacks = [a for a in call_arguments(node) if isinstance(a, ast.Lambda)]
             callbacks = callbacks if is_plain_call(node) else []
@@ -417,7 +440,7 @@ class _UseCollector:
         step = 1 if deeper else 0
         self._nesting += step
         self._in_place.append(runs_in_place(body))
-        self._plain.append(plain_values(args, body, self.module_names))
+        self._plain.append(plain_values(args, body, self.module_names, self.value_modules))
         for stmt in body:
             self._visit(stmt, "reference")
         self._plain.pop()
@@ -486,6 +509,16 @@ def _guards(node: ast.AST) -> list[tuple[ast.expr, int]]:
 
     visit(node, 0, runs_in_place([node]))
     return found
+
+
+def value_module_names(bindings: dict[str, Binding]) -> frozenset[str]:
+    """The names a module binds to an import of a `VALUE_MODULES` module (`import re`,
+    `import os.path as osp`)."""
+    return frozenset(
+        name
+        for name, binding in bindings.items()
+        if binding.name is None and binding.module.split(".", 1)[0] in VALUE_MODULES
+    )
 
 
 def unknown_receiver(chain: Chain, summary: ModuleSummary) -> bool:

@@ -17,7 +17,7 @@ from spyre_ci.cli import cli
 from test_manifests import TestInstance, load_manifest, manifest_from_text, resolve
 from test_manifests.merge import merge_manifests
 from tests.support.select_cli import mode_args, range_args, run_select
-from tests.support.upstream_repo import INTERNAL, UpstreamRepo
+from tests.support.upstream_repo import INTERNAL, MUL_KERNEL_EDIT, UpstreamRepo
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 DEVICE = f"{INTERNAL}/common_device_type.py"
@@ -288,10 +288,40 @@ def test_the_cycle_collector_is_back_after_a_selection_run(
     assert gc.isenabled()
 
 
+def test_when_every_test_reached_is_dropped_the_console_says_why(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """mul's kernel changed, but the backend does not support mul: exit 4, and the console
+    gives the drop reasons (not only the report)."""
+    without_mul = tmp_path / "manifest.yaml"
+    without_mul.write_text(manifest.read_text().replace("      - mul\n", ""))
+    head = upstream.change(*MUL_KERNEL_EDIT)
+    args = ["select", "--cache-dir", str(tmp_path / "cache")]
+    out = tmp_path / "o"
+    result = CliRunner().invoke(cli, [*args, *range_args(upstream, head, without_mul, out)])
+    assert result.exit_code == EXIT_EMPTY
+    doc = json.loads((out / "selection.json").read_text())
+    shown = " ".join(result.stderr.split())
+    assert f"{len(doc['dropped'])} tests reached, none kept" in shown
+    assert "dropped: manifest: op <op> out <- not in global.supported_ops" in shown
+
+
 def test_a_branch_name_without_a_clone_is_bad_input(tmp_path: Path) -> None:
     code, _, stderr = run_select(["--from", "main", "--to", "v2.14.0-rc1"], tmp_path / "cache")
     assert code == EXIT_BAD_INPUT
     assert "'main' is not a release version" in " ".join(stderr.split())
+
+
+@pytest.mark.parametrize("base", ["2.13.0+cpu", "main"])
+def test_a_diff_onto_a_base_that_is_no_release_version_names_it(base: str, tmp_path: Path) -> None:
+    """`torch.__version__` prints `2.13.0+cpu`; a branch needs a clone."""
+    patch = tmp_path / "p.diff"
+    patch.write_text("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n")
+    code, _, stderr = run_select(["--from", base, "--diff", str(patch)], tmp_path / "cache")
+    assert code == EXIT_BAD_INPUT
+    message = " ".join(stderr.split())
+    assert f"--from {base}: not a release version" in message and "--pytorch-repo" in message
+    assert "Traceback" not in stderr and stderr.strip().count("\n") == 0
 
 
 def test_a_misspelt_stage_is_refused_before_any_download(tmp_path: Path) -> None:

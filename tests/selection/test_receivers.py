@@ -141,3 +141,90 @@ def test_a_comprehensions_targets_are_its_own_names() -> None:
     assert ("<plain value>", "split") in chains and ("<plain value>", "index") in chains
     assert ("name", "abs") in chains and ("args", "sum") in chains
     assert ("<plain value>", "abs") not in chains and ("<plain value>", "sum") not in chains
+
+
+def test_a_call_of_a_standard_module_returning_no_tensor_binds_a_plain_value() -> None:
+    """`regx = re.compile(...)` (`torch/_torch_docs.py`'s `regx.split(desc)`) is a Pattern,
+    `os.path.join(...)` a str, where the module imports `re` and `os`; not where the function
+    rebinds `re`, nor for a module not among them (`copy.deepcopy` may return a tensor)."""
+    source = """
+    def f(t, desc):
+        regx = re.compile("x")
+        path = os.path.join("a", "b")
+        cloned = copy.deepcopy(t)
+        return regx.split(desc), path
+    """
+    assert _plain_with_modules(source, frozenset({"re", "os"})) == {"regx", "path"}
+    assert _plain_with_modules(source, frozenset()) == set()
+    rebound = "def f(t, re):\n    regx = re.compile(t)\n"
+    assert _plain_with_modules(rebound, frozenset({"re"})) == set()
+
+
+def _plain_with_modules(source: str, value_modules: frozenset[str]) -> frozenset[str]:
+    function = ast.parse(textwrap.dedent(source)).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    return plain_values(function.args, function.body, value_modules, value_modules)
+
+
+def test_the_modules_a_module_imports_whole_are_the_value_modules_it_names() -> None:
+    """`import re`, `import os.path as osp` name standard modules; `from os import path`
+    is a name in one, and `import torch` is no such module."""
+    chains = _chains(
+        """
+        import re
+        import os.path as osp
+        import torch
+        from os import path
+
+        def f(desc, t):
+            a = re.compile("x")
+            b = osp.join("a", "b")
+            c = path.join("a", "b")
+            d = torch.tensor(1)
+            return a.split(desc), b.split("/"), c.split(t), d.split(2)
+        """
+    )
+    assert {("<plain value>", "split"), ("c", "split"), ("d", "split")} <= chains
+    assert ("a", "split") not in chains and ("b", "split") not in chains
+
+
+def test_a_method_of_a_literal_or_builtin_value_is_called_on_no_tensor() -> None:
+    """`str(layout).split(".")`, `"a b".split()`, `[1, 2].index(x)`: the receiver is no
+    name, but plainly no tensor; `t.sum().split(2)` may be one."""
+    chains = _chains(
+        """
+        def f(layout, t, x):
+            str(layout).split(".")
+            "a b".split()
+            [1, 2].index(x)
+            t.sum().split(2)
+        """
+    )
+    assert ("<plain value>", "split") in chains and ("<plain value>", "index") in chains
+    assert ("<expr>", "split") in chains
+
+
+def test_a_calls_text_arguments_are_its_positional_literals_fstrings_and_formats() -> None:
+    from selection.python.receivers import text_arguments
+
+    def positions(source: str) -> tuple[int, ...]:
+        call = ast.parse(source, mode="eval").body
+        assert isinstance(call, ast.Call)
+        return text_arguments(call)
+
+    assert positions("x.split(',')") == (0,)
+    assert positions("x.f(1, f'{y}', '%s' % z, b'b', y, sep='-')") == (1, 2, 3)
+    assert positions("x.f(t, *rest, 'late')") == ()  # past a *args: positions unknown
+
+
+def test_only_standard_modules_returning_no_tensor_are_value_modules() -> None:
+    from selection.python.summary import Binding, value_module_names
+
+    bindings = {
+        "re": Binding("re"),
+        "osp": Binding("os.path"),
+        "copy": Binding("copy"),
+        "functools": Binding("functools"),
+        "path": Binding("os", "path"),
+    }
+    assert value_module_names(bindings) == {"re", "osp"}

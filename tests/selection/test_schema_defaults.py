@@ -14,7 +14,7 @@ from selection.links.derivatives import derivative_uses
 from selection.links.graph import LinkGraph, doubted, older_source_passes, omitting
 from selection.links.resolve import _positions
 from selection.model import NativeChange
-from selection.native_yaml import FUNC_DEFAULTS, diff_entries, parse_entries
+from selection.native_yaml import FUNC_DEFAULTS, FUNC_DEFAULTS_ADDED, diff_entries, parse_entries
 from tests.support.observed_runs import linked_ops, recorded_map, select_from, select_head
 from tests.support.upstream_repo import UpstreamRepo
 
@@ -45,8 +45,25 @@ def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_
     assert _fields(listed, listed.replace("=[]", "=[1, 1]")) == (FUNC_DEFAULTS,)
     assert _fields(SCHEMA, SCHEMA.replace("Scalar alpha", "int alpha")) == ("func",)
     assert _fields(SCHEMA, SCHEMA.replace(", *, Scalar alpha=1", "")) == ("func",)
-    # a default added or removed matters to the same callers: those omitting the argument
+    # a default removed matters to the callers omitting the argument; one given where there
+    # was none to no existing call (each passes it), unless another default changed too
     assert _fields(SCHEMA, SCHEMA.replace("alpha=1", "alpha")) == (FUNC_DEFAULTS,)
+    required = "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"
+    assert _fields(required, required.replace("index", "index=0")) == (FUNC_DEFAULTS_ADDED,)
+    both = "f(Tensor self, int dim, int step=1) -> Tensor"
+    assert _fields(both, both.replace("dim,", "dim=0,").replace("step=1", "step=2")) == (
+        FUNC_DEFAULTS,
+    )
+
+
+def test_defaults_given_to_required_arguments_affect_nothing() -> None:
+    from selection.links.index import LinkIndex
+    from selection.links.native_changes import NativeLinks
+
+    required = "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"
+    change = _change(required, required.replace("index", "index=0"))
+    outcome = NativeLinks().reach(change, LinkIndex.__new__(LinkIndex))
+    assert outcome.no_effect.endswith("(every existing call passes them)") and not outcome.links
 
 
 def _default_from(old: str, new: str) -> int | None:

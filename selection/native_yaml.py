@@ -47,7 +47,8 @@ def parse_entries(text: str, path: str) -> dict[str, dict[str, Any]]:
 _DEFAULT = re.compile(r"""=\s*(\[[^\]]*\]|"[^"]*"|'[^']*'|[^,)\s]+)""")
 
 # The field name of a `func:` change that only changed argument defaults, and of one that
-# only gave defaults to arguments that had none (every existing call passes them).
+# only gave defaults to arguments that had none, of an op without other overloads (every
+# existing call passes them, and none can resolve to it anew).
 FUNC_DEFAULTS = "func.defaults"
 FUNC_DEFAULTS_ADDED = "func.defaults_added"
 
@@ -158,6 +159,11 @@ def _changed_fields(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str]
     return fields, other_only and bool(fields)
 
 
+def _overloaded(op: str, entries: dict[str, dict[str, Any]]) -> bool:
+    base = op.split(".", 1)[0]
+    return any(other != op and other.split(".", 1)[0] == base for other in entries)
+
+
 def diff_entries(
     source: str, old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]
 ) -> list[NativeChange]:
@@ -169,6 +175,10 @@ def diff_entries(
             changes.append(NativeChange(source, op, ChangeKind.removed))
         elif old[op] != new[op]:  # may still be equal key by key (a dispatch key merged)
             fields, other_only = _changed_fields(old[op], new[op])
+            if FUNC_DEFAULTS_ADDED in fields and _overloaded(op, new):
+                # a call of another overload may now resolve to this one (`t.sum()` to
+                # `sum.dim_IntList` once its `dim` has a default): not without effect
+                fields = [FUNC_DEFAULTS if f == FUNC_DEFAULTS_ADDED else f for f in fields]
             if fields:
                 old_func, new_func = str(old[op].get("func")), str(new[op].get("func"))
                 default_from = (

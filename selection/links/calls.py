@@ -59,11 +59,11 @@ def _method_fallback(
     name = use.chain[-1]
     if name.startswith("__") and name.endswith("__"):
         return []  # `child.__repr__()`: every object has one, the receiver decides
-    if texts is not None and texts.refuses(name, use.text_arguments):
-        return []  # `var.split(",")`: no tensor method takes text there
-    if tensor is not None and f"Tensor.{name}" in tensor.kinds:
+    # `var.split(",")`: no tensor method takes text there (a test module's own class may)
+    on_tensor = texts is None or not texts.refuses(name, use.text_arguments)
+    if on_tensor and tensor is not None and f"Tensor.{name}" in tensor.kinds:
         return [Target.function(TENSOR_MODULE, f"Tensor.{name}")]
-    if library and name in aten_ops:
+    if on_tensor and library and name in aten_ops:
         return [Target.aten(name)]
     if not library:
         return [Target.function(summary.path, q) for q in own_methods(summary).get(name, ())]

@@ -112,8 +112,12 @@ class Explorer:
         if self._text_taking is None:
             funcs = (str(entry.get("func", "")) for entry in self.native.values())
             module = self.trees.module(TENSOR_MODULE)
-            methods = python_signatures(module) if module is not None else {}
-            self._text_taking = TextTaking(schema_text_positions(funcs), methods)
+            # without Tensor's own signatures (`norm(p="fro")`), no call is judged by text
+            self._text_taking = (
+                TextTaking(schema_text_positions(funcs), python_signatures(module))
+                if module is not None
+                else TextTaking()
+            )
         return self._text_taking
 
     def own_methods(self, summary: ModuleSummary) -> Mapping[str, list[str]]:

@@ -29,10 +29,11 @@ from selection.native_yaml import positional_types
 
 TEXT_TYPES = frozenset({"str", "Dimname", "Device"})  # what Python text converts to
 # Annotation names that never hold text (a name outside it, an alias, may)
-NON_TEXT_NAMES = frozenset({"int", "float", "bool", "complex", "bytes", "None", "Tensor",
-                            "SymInt", "SymFloat", "SymBool", "dtype", "Number", "Optional",
-                            "Union", "list", "tuple", "List", "Tuple", "Sequence", "torch",
-                            "_size", "Size", "memory_format", "layout", "Generator"})  # fmt: skip
+# (not `bytes`, which a schema's `str` takes, nor `Sequence`, which a str is)
+NON_TEXT_NAMES = frozenset({"int", "float", "bool", "complex", "None", "Tensor", "SymInt",
+                            "SymFloat", "SymBool", "dtype", "Number", "Optional", "Union",
+                            "list", "tuple", "List", "Tuple", "torch", "_size", "Size",
+                            "memory_format", "layout", "Generator"})  # fmt: skip
 ACCEPTS, REFUSES, DEFERS = "accepts", "refuses", "defers"
 
 

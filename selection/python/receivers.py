@@ -87,7 +87,7 @@ def plain_values(
     bindings = [(name, value) for node in nodes for name, value in _bindings(node)]
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     stars = [star for star in (args.vararg, args.kwarg) if star is not None]
-    rebound = {name for name, _ in bindings} | {a.arg for a in (*params, *stars)}
+    rebound = _bound(bindings, args)
     shadowed = rebound | set(module_names)
     in_function = frozenset(rebound)
     verdicts: dict[str, bool] = {}
@@ -107,6 +107,29 @@ def plain_values(
     for name in _nonlocal_in_nested(nodes):
         bind(name, False)  # a nested function may assign it anything
     return frozenset(name for name, plain in verdicts.items() if plain)
+
+
+def bound_names(args: ast.arguments, body: list[ast.stmt] | list[ast.expr]) -> frozenset[str]:
+    """The names a function binds itself: its parameters and what its own code assigns,
+    imports or declares (a name of the module's it shadows there)."""
+    nodes = own_nodes(body, comprehensions=False)
+    return frozenset(_bound([b for node in nodes for b in _bindings(node)], args))
+
+
+def _bound(bindings: list[tuple[str, ast.expr | None]], args: ast.arguments) -> set[str]:
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {name for name, _ in bindings} | {a.arg for a in params if a is not None}
+
+
+def is_plain_literal(node: ast.expr) -> bool:
+    """A value that is no tensor whatever the names around mean: a literal, an f-string, a
+    display or comprehension, `"%s" % x`, a str method of a string literal."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        return (
+            isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and _is_text(func.value)
+        )
+    return is_plain_value(node)
 
 
 def is_value_annotation(node: ast.expr | None) -> bool:
@@ -196,12 +219,13 @@ def _is_collections(func: ast.expr) -> bool:
 
 
 # Standard modules none of whose functions returns a tensor (`re.compile(...)` is a Pattern,
-# `os.path.join(...)` a str); `copy`, `functools`, `itertools`, `operator` may.
+# `os.path.join(...)` a str); `copy`, `functools`, `itertools`, `operator` may, and so do
+# `math.prod([t, u])` and `inspect.unwrap(t)`.
 VALUE_MODULES = frozenset(
     {
-        "re", "os", "string", "json", "textwrap", "inspect", "shlex", "fnmatch", "glob",
-        "difflib", "hashlib", "platform", "sysconfig", "tempfile", "time", "datetime",
-        "struct", "pathlib", "traceback", "math",
+        "re", "os", "string", "json", "textwrap", "shlex", "fnmatch", "glob", "difflib",
+        "hashlib", "platform", "sysconfig", "tempfile", "time", "datetime", "struct",
+        "pathlib", "traceback",
     }
 )  # fmt: skip
 

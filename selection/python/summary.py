@@ -33,7 +33,8 @@ from selection.python.nesting import CONSTRUCTORS, call_arguments, is_plain_call
 from selection.python.operators import Mappings, Operators
 from selection.python.receivers import (
     VALUE_MODULES,
-    is_plain_value,
+    bound_names,
+    is_plain_literal,
     plain_values,
     text_arguments,
 )
@@ -274,6 +275,7 @@ class _UseCollector:
         self._nesting = 0  # inside how many nested function bodies (Use.nesting)
         self._in_place: list[frozenset[str]] = []  # per body entered: runs_in_place
         self._plain: list[frozenset[str]] = []  # per body entered: its plain-value names
+        self._bound: list[frozenset[str]] = []  # per function entered: the names it binds
         self._at_root = False  # the symbol's own def comes next: its body is nesting 0
 
     def collect(self, node: ast.AST, how: str = "reference") -> None:
@@ -302,6 +304,7 @@ class _UseCollector:
         self._at_root = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         self._in_place = [] if self._at_root else [runs_in_place([node])]
         self._plain = []
+        self._bound = []
 
     def _use(
         self, chain: Chain, how: str, line: int, applied: bool = False, texts: tuple[int, ...] = ()
@@ -337,8 +340,7 @@ class _UseCollector:
                 # `x.sum().backward()`, `super().norm()`, `xs[0].split(2)`: a method called
                 # on a receiver that is no name, linked by its name alone (calls.uses_of);
                 # `str(layout).split(".")`, `"a b".split()`: on a value that is no tensor
-                plain = is_plain_value(node.value, self.module_names, self.value_modules)
-                head = PLAIN_VALUE if plain else UNNAMED
+                head = PLAIN_VALUE if is_plain_literal(node.value) else UNNAMED
                 self._use((head, node.attr), how, node.lineno, applied, texts)
         if isinstance(node, ast.Call):
             # `@factory(arg)` on a definition: what the call returns is applied there;
@@ -440,9 +442,14 @@ class _UseCollector:
         step = 1 if deeper else 0
         self._nesting += step
         self._in_place.append(runs_in_place(body))
-        self._plain.append(plain_values(args, body, self.module_names, self.value_modules))
+        # a module's `re` that an enclosing function rebinds is no module there
+        enclosing = frozenset().union(*self._bound)
+        modules = self.value_modules - enclosing
+        self._plain.append(plain_values(args, body, self.module_names, modules))
+        self._bound.append(bound_names(args, body))
         for stmt in body:
             self._visit(stmt, "reference")
+        self._bound.pop()
         self._plain.pop()
         self._in_place.pop()
         self._nesting -= step

@@ -188,16 +188,19 @@ def test_the_modules_a_module_imports_whole_are_the_value_modules_it_names() -> 
     assert ("a", "split") not in chains and ("b", "split") not in chains
 
 
-def test_a_method_of_a_literal_or_builtin_value_is_called_on_no_tensor() -> None:
-    """`str(layout).split(".")`, `"a b".split()`, `[1, 2].index(x)`: the receiver is no
-    name, but plainly no tensor; `t.sum().split(2)` may be one."""
+def test_a_method_of_a_literal_is_called_on_no_tensor() -> None:
+    """`"a b".split()`, `[1, 2].index(x)`: the receiver is no name, but plainly no tensor;
+    `t.sum().split(2)` may be one, and so may `str(t).split(2)` where `str` is rebound (the
+    text rule, selection.links.text_arguments, judges `str(t).split(".")`)."""
     chains = _chains(
         """
-        def f(layout, t, x):
-            str(layout).split(".")
+        def f(t, x):
             "a b".split()
             [1, 2].index(x)
+
+        def g(t, str):
             t.sum().split(2)
+            str(t).split(2)
         """
     )
     assert ("<plain value>", "split") in chains and ("<plain value>", "index") in chains
@@ -228,3 +231,29 @@ def test_only_standard_modules_returning_no_tensor_are_value_modules() -> None:
         "path": Binding("os", "path"),
     }
     assert value_module_names(bindings) == {"re", "osp"}
+
+
+def test_a_module_name_a_function_or_an_enclosing_one_rebinds_is_no_module_there() -> None:
+    """`def f(time)`: the parameter, not the `time` module; in `inner`, `t` is `outer`'s
+    parameter, not `import time as t`; a call's result on such a name is no plain value."""
+    chains = _chains(
+        """
+        import time
+        import time as t
+
+        def f(time):
+            return time.unsqueeze(-1).expand(3, 4)
+
+        def outer(t):
+            def inner():
+                y = t.unsqueeze(0)
+                return y.expand(3, 4)
+            return inner
+
+        def g():
+            stamp = time.time()
+            return stamp.expand(1)
+        """
+    )
+    assert ("<expr>", "expand") in chains and ("y", "expand") in chains
+    assert ("<plain value>", "expand") in chains  # g's `stamp`, a float

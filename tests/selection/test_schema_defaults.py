@@ -50,6 +50,18 @@ def test_a_schema_whose_defaults_alone_changed_is_told_from_one_whose_arguments_
     assert _fields(SCHEMA, SCHEMA.replace("alpha=1", "alpha")) == (FUNC_DEFAULTS,)
     required = "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"
     assert _fields(required, required.replace("index", "index=0")) == (FUNC_DEFAULTS_ADDED,)
+    # ... and where no call of another overload can now resolve to this one
+    many = parse_entries(
+        "- func: sum(Tensor self) -> Tensor\n"
+        "- func: sum.dim_IntList(Tensor self, int[1]? dim) -> Tensor\n",
+        "a.yaml",
+    )
+    defaulted = {
+        **many,
+        "sum.dim_IntList": {"func": "sum.dim_IntList(Tensor self, int[1]? dim=None) -> Tensor"},
+    }
+    [captures] = diff_entries("native_functions", many, defaulted)
+    assert captures.fields == (FUNC_DEFAULTS,) and captures.default_from == 1
     both = "f(Tensor self, int dim, int step=1) -> Tensor"
     assert _fields(both, both.replace("dim,", "dim=0,").replace("step=1", "step=2")) == (
         FUNC_DEFAULTS,

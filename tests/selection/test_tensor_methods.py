@@ -97,3 +97,37 @@ def test_dunders_and_accessors_stay_reached_by_constructions(
 ) -> None:
     state = _select(upstream, manifest, tmp_path, old, new)
     assert "add" in {op for op, _ in linked_ops(state)}
+
+
+NATIVE = "torchgen/packaged/ATen/native/native_functions.yaml"
+SPLIT_SCHEMA = (
+    "\n- func: split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]\n"
+)
+TENSOR_WITH_SPLIT = (
+    BASE_TENSOR + "\n    def split(self, split_size, dim=0):\n        return [self]\n"
+)
+# add's samples go through a helper splitting a name (a str, though nothing says so), mul's
+# through one splitting the tensor
+SPLITTING = (
+    WRAPPING.replace("def wrap(x):\n", "def wrap(x):\n    _parts('a.b')\n").replace(
+        "def scale(x):\n", "def scale(x):\n    x.split(2)\n"
+    )
+    + "\n\ndef _parts(name):\n    return name.split('.')\n"
+)
+
+
+def test_a_call_passing_text_where_tensor_split_takes_none_is_no_use_of_it(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`name.split('.')`: `Tensor.split` (unannotated) defers to `split`'s schema, whose
+    `split_size` takes no text, so an edit of `Tensor.split` reaches mul's samples only."""
+    upstream.reset()
+    native = upstream.read(NATIVE) + SPLIT_SCHEMA
+    samples = (
+        {TENSOR: TENSOR_WITH_SPLIT, HELPERS: SPLITTING, NATIVE: native},
+        "torch._wrapping",
+        {"add": "wrap", "mul": "scale"},
+    )
+    edit = (TENSOR, "return [self]", "return [self, self]")
+    state = select_edit_through_samples(upstream, manifest, tmp_path, samples, edit)
+    assert {op for op, _ in linked_ops(state)} == {"mul"}

@@ -131,3 +131,31 @@ def test_a_library_call_passing_text_links_no_tensor_method_or_op() -> None:
         for target, _, step in uses_of(summary, "f", resolver, None, lambda t: [], texts=_taking())
     }
     assert found == {("add", "calls t.add"), ("split", "calls t.split"), ("to", "calls t.to")}
+
+
+def test_test_codes_own_method_called_with_text_keeps_its_link() -> None:
+    """In test code, `rec.add("svd")` may be the module's own `Recorder.add`: the text rule
+    judges tensor methods only."""
+    from selection.links.calls import uses_of
+    from selection.python.names import ModuleNames
+    from selection.python.resolver import Resolver
+    from selection.python.summary import summarize
+
+    path = "torch/testing/_internal/m.py"
+    text = textwrap.dedent(
+        """
+        class Recorder:
+            def add(self, name):
+                return name
+
+        def f(rec):
+            rec.add("svd")
+        """
+    )
+    names = ModuleNames([path])
+    summary = summarize(path, ast.parse(text), text, names)
+    resolver = Resolver(names, lambda p: None, lambda p: None, {"add"})
+    found = [
+        t.name for t, _, _ in uses_of(summary, "f", resolver, None, lambda t: [], texts=_taking())
+    ]
+    assert found == ["Recorder.add"]

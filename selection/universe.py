@@ -61,6 +61,14 @@ class Universe:
             index.setdefault((inst.file, inst.test_class, inst.template), []).append(inst)
         return index
 
+    def templates_without(self, trait: str) -> set[tuple[str, str, str]]:
+        """The templates whose body was read, or recorded in the layout (release mode), and
+        lacks `trait` (computes_gradients, handles_errors): one known neither way has every
+        trait."""
+        return {
+            (t.file, t.test_class, t.method) for t in self.templates if getattr(t, trait) is False
+        }
+
     def by_op(self) -> dict[str, list[TestInstance]]:
         index: dict[str, list[TestInstance]] = {}
         for inst in self.instances:

@@ -200,24 +200,34 @@ class LinkGraph:
         digits = bin(found)[:1:-1]  # least significant first
         return [picked[i] for i, digit in enumerate(digits) if digit == "1"]
 
-    def nearest_roots(self, start: Target, follow: Follow = default_follow) -> list[Target]:
+    def nearest_roots(
+        self, start: Target, follow: Follow = default_follow, derived: bool = False
+    ) -> dict[Target, bool]:
         """The roots closest to `start` up its users: those of the first level (in edges)
         that holds any. An op's own entries, else the tests of the nearest code using it
-        (`_pad_circular` has no OpInfo: `nn.functional.pad`'s, through `pad`)."""
-        level, seen = [node_of(start)], {node_of(start)}
+        (`_pad_circular` has no OpInfo: `nn.functional.pad`'s, through `pad`). Each with
+        whether every chain to it passes a derivative formula (from `start` too, when
+        `derived`): it then matters only where gradients are computed (`cumprod_backward`
+        reaches cumprod's tests through cumprod's formula)."""
+        level = {node_of(start): derived}
+        seen = set(level)
         while level:
-            roots: list[Target] = []
-            above: list[Target] = []
-            for node in level:
+            roots: dict[Target, bool] = {}
+            above: dict[Target, bool] = {}
+            for node, through in level.items():
                 for edge in self.users.get(node, ()):
-                    if edge.user in seen or not follow(edge):
+                    if not follow(edge):
                         continue
-                    seen.add(edge.user)
-                    (roots if edge.user.kind in ROOT_KINDS else above).append(edge.user)
+                    user, chain = edge.user, through or edge.kind == DERIVATIVE
+                    found = roots if user.kind in ROOT_KINDS else above
+                    if user in seen and user not in found:
+                        continue
+                    seen.add(user)
+                    found[user] = found.get(user, True) and chain  # the least narrowed
             if roots:
-                return sorted(roots, key=_order)
+                return {root: roots[root] for root in sorted(roots, key=_order)}
             level = above
-        return []
+        return {}
 
     def roots(self, bits: int) -> list[Target]:
         self._root_bits()

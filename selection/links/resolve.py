@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
 from selection.links.graph import (
+    DERIVATIVE,
     Edge,
     Follow,
     default_follow,
@@ -248,10 +249,17 @@ def doubt_aims(
     break first: the calling op's own entries, else the nearest tests up its users
     (LinkGraph.nearest_roots), of those `within` when given (an empty tuple: none)."""
     found: dict[str, tuple[str, ...]] = {}
+    gradient_free = index.memo(
+        "resolve.gradient_free", lambda: index.universe.templates_without("computes_gradients")
+    )
     for caller in sorted({edge.user for edge in doubts}, key=lambda t: t.name):
+        # a backward formula's helper runs only where gradients are computed
+        backward = all(e.kind == DERIVATIVE for e in doubts if e.user == caller)
         ids: dict[str, None] = {}
-        for root in index.graph.nearest_roots(caller):
+        for root, derived in index.graph.nearest_roots(caller, derived=backward).items():
             for inst in root_instances(root, index):
+                if derived and (inst.file, inst.test_class, inst.template) in gradient_free:
+                    continue
                 if within is None or inst.node_id in within:
                     ids[inst.node_id] = None
         found[caller.name] = tuple(ids)

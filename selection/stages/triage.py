@@ -141,15 +141,9 @@ def _manifest_change_groups(groups: list[Group]) -> list[str]:
 
 
 def templates_without(state: PipelineState, trait: str) -> set[tuple[str, str, str]]:
-    """The templates whose body was read, or recorded in the layout (release mode), and
-    lacks `trait` (computes_gradients, handles_errors): one known neither way has every
-    trait."""
+    """The run's templates lacking `trait` (Universe.templates_without)."""
     universe = state.universe
-    if universe is None:
-        return set()
-    return {
-        (t.file, t.test_class, t.method) for t in universe.templates if getattr(t, trait) is False
-    }
+    return universe.templates_without(trait) if universe is not None else set()
 
 
 class TriageStage:

@@ -331,6 +331,22 @@ def test_the_tests_nearest_a_caller_are_its_own_else_those_of_its_nearest_users(
     graph.add(Target.aten("pad"), Target.aten("_pad_circular"), "native-call", Step("l", "pad", ""))
     graph.add(Target.entry("opinfo", "pad"), Target.aten("pad"), "dispatch", Step("db", "pad", ""))
     graph.add(Target.aten("chunk"), Target.aten("pad"), "native-call", Step("l", "chunk", ""))
-    assert graph.nearest_roots(Target.aten("narrow")) == [Target.entry("opinfo", "narrow")]
-    assert graph.nearest_roots(Target.aten("_pad_circular")) == [Target.entry("opinfo", "pad")]
-    assert graph.nearest_roots(Target.aten("unused")) == []
+    assert graph.nearest_roots(Target.aten("narrow")) == {Target.entry("opinfo", "narrow"): False}
+    assert graph.nearest_roots(Target.aten("_pad_circular")) == {
+        Target.entry("opinfo", "pad"): False
+    }
+    assert graph.nearest_roots(Target.aten("unused")) == {}
+
+
+def test_the_tests_nearest_a_backward_helper_matter_where_gradients_are_computed() -> None:
+    """`cumprod_backward` has no entry: cumprod's formula calls it, so cumprod's tests are
+    the nearest, through a derivative edge; a root also reached by a plain chain of the same
+    length is not narrowed."""
+    graph = LinkGraph()
+    cumprod, backward = Target.aten("cumprod"), Target.aten("cumprod_backward")
+    graph.add(Target.entry("opinfo", "cumprod"), cumprod, "dispatch", Step("db", "cumprod", ""))
+    graph.add(cumprod, backward, "derivative", Step("d", "cumprod", ""))
+    assert graph.nearest_roots(backward) == {Target.entry("opinfo", "cumprod"): True}
+    assert graph.nearest_roots(cumprod, derived=True) == {Target.entry("opinfo", "cumprod"): True}
+    graph.add(Target.entry("opinfo", "cumprod"), backward, "callable", Step("db", "ref", ""))
+    assert graph.nearest_roots(backward) == {Target.entry("opinfo", "cumprod"): False}

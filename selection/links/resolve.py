@@ -59,7 +59,7 @@ class Resolution:
     by_pair: list[tuple[Target, int, list[TestInstance]]] = field(default_factory=list)
     observed_evidence: tuple[tuple[Step, ...], ...] = ()
     # a changed default's edges left out as doubts (selection.links.graph.doubted): the
-    # caller aims a canary at them (`doubt_aim`)
+    # mapper aims a canary at the tests nearest them (`doubt_aims`)
     doubts: list[Edge] = field(default_factory=list)
 
     @property

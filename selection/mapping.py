@@ -19,7 +19,7 @@ from selection.links.cpp import CppLinks
 from selection.links.dtype_helpers import DtypeHelperLinks
 from selection.links.entry_changes import EntryLinks
 from selection.links.file_changes import FileLinks
-from selection.links.graph import Edge
+from selection.links.graph import DERIVATIVE, Edge
 from selection.links.index import LinkIndex
 from selection.links.native_changes import NativeLinks, native_summary
 from selection.links.resolve import Resolution, doubt_aims, resolve
@@ -398,7 +398,7 @@ def doubted_callers(doubts: list[Edge], aims: Mapping[str, tuple[str, ...]], sou
     """`3 calling ops (composite or meta kernels) passed the argument at every call in
     <source>; ...: a canary runs the tests nearest 2 of them (narrow, select); no reused test
     is near 1 (istft)`."""
-    kinds = sorted({"backward formulas' C++ helpers" if edge.kind == "derivative" else
+    kinds = sorted({"backward formulas' C++ helpers" if edge.kind == DERIVATIVE else
                     "composite or meta kernels" for edge in doubts})  # fmt: skip
     near = [caller for caller, aim in aims.items() if aim]
     far = [caller for caller, aim in aims.items() if not aim]

@@ -74,7 +74,7 @@ class Step:
     # Where `arguments` is not known (a release's compiled call holds every argument): what
     # an older release's C++ source passes at every call of this hop, as recorded
     # (selection.cpp.recorded_arguments). A changed default past it is a doubt, not a use:
-    # the walk does not follow the hop, a canary runs the caller's own tests.
+    # the walk does not follow the hop, a canary runs the tests nearest the caller.
     older_arguments: int | None = None
     # The use constructs or calls a class, so that its methods may run on the instance: the
     # edges into the class and into each of those methods carry it (calls.uses_of).

@@ -83,13 +83,24 @@ def plain_values(
     """The names of a function (its `args` and `body`) that can never hold a tensor.
     `module_names`: what the module defines or imports (a `list` of its own is no builtin);
     `value_modules`: its names of `VALUE_MODULES` imports (`regx = re.compile(...)`)."""
+    return scope_names(args, body, module_names, value_modules)[0]
+
+
+def scope_names(
+    args: ast.arguments,
+    body: list[ast.stmt] | list[ast.expr],
+    module_names: Collection[str] = frozenset(),
+    value_modules: Collection[str] = frozenset(),
+) -> tuple[frozenset[str], frozenset[str]]:
+    """A function's plain values (`plain_values`) and the names it binds itself: its
+    parameters and what its own code assigns, imports or declares (a module's name it
+    shadows there), read in one walk of its code."""
     nodes = list(own_nodes(body, comprehensions=False))
     bindings = [(name, value) for node in nodes for name, value in _bindings(node)]
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     stars = [star for star in (args.vararg, args.kwarg) if star is not None]
-    rebound = _bound(bindings, args)
+    rebound = frozenset({name for name, _ in bindings} | {a.arg for a in (*params, *stars)})
     shadowed = rebound | set(module_names)
-    in_function = frozenset(rebound)
     verdicts: dict[str, bool] = {}
 
     def bind(name: str, plain: bool) -> None:
@@ -100,25 +111,10 @@ def plain_values(
     for star in stars:
         bind(star.arg, True)
     for name, value in bindings:
-        bind(
-            name,
-            value is not None and is_plain_value(value, shadowed, value_modules, in_function),
-        )
+        bind(name, value is not None and is_plain_value(value, shadowed, value_modules, rebound))
     for name in _nonlocal_in_nested(nodes):
         bind(name, False)  # a nested function may assign it anything
-    return frozenset(name for name, plain in verdicts.items() if plain)
-
-
-def bound_names(args: ast.arguments, body: list[ast.stmt] | list[ast.expr]) -> frozenset[str]:
-    """The names a function binds itself: its parameters and what its own code assigns,
-    imports or declares (a name of the module's it shadows there)."""
-    nodes = own_nodes(body, comprehensions=False)
-    return frozenset(_bound([b for node in nodes for b in _bindings(node)], args))
-
-
-def _bound(bindings: list[tuple[str, ast.expr | None]], args: ast.arguments) -> set[str]:
-    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    return {name for name, _ in bindings} | {a.arg for a in params if a is not None}
+    return frozenset(name for name, plain in verdicts.items() if plain), rebound
 
 
 def is_plain_literal(node: ast.expr) -> bool:
@@ -171,8 +167,8 @@ def is_plain_value(
     the module's names of `VALUE_MODULES` imports, unless `rebound` in the function."""
     if isinstance(node, _DISPLAYS):
         return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        return _is_text(node.left)  # "%s" % x (`1 % t` is a tensor)
+    if isinstance(node, ast.BinOp):
+        return _is_format(node)  # "%s" % x (`1 % t` is a tensor)
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Name):
@@ -191,6 +187,11 @@ def _is_text(node: ast.expr) -> bool:
     )
 
 
+def _is_format(node: ast.expr) -> bool:
+    """`"%s" % x`: a str."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left)
+
+
 def text_arguments(call: ast.Call) -> tuple[int, ...]:
     """The positions (0-based, receiver not counted) of a call's positional arguments that
     are text: a str or bytes literal, an f-string, `"%s" % x`. None past a `*args`, whose
@@ -199,11 +200,7 @@ def text_arguments(call: ast.Call) -> tuple[int, ...]:
     for position, argument in enumerate(call.args):
         if isinstance(argument, ast.Starred):
             break
-        if _is_text(argument) or (
-            isinstance(argument, ast.BinOp)
-            and isinstance(argument.op, ast.Mod)
-            and _is_text(argument.left)
-        ):
+        if _is_text(argument) or _is_format(argument):
             found.append(position)
     return tuple(found)
 

@@ -33,9 +33,8 @@ from selection.python.nesting import CONSTRUCTORS, call_arguments, is_plain_call
 from selection.python.operators import Mappings, Operators
 from selection.python.receivers import (
     VALUE_MODULES,
-    bound_names,
     is_plain_literal,
-    plain_values,
+    scope_names,
     text_arguments,
 )
 
@@ -445,8 +444,9 @@ class _UseCollector:
         # a module's `re` that an enclosing function rebinds is no module there
         enclosing = frozenset().union(*self._bound)
         modules = self.value_modules - enclosing
-        self._plain.append(plain_values(args, body, self.module_names, modules))
-        self._bound.append(bound_names(args, body))
+        plain, bound = scope_names(args, body, self.module_names, modules)
+        self._plain.append(plain)
+        self._bound.append(bound)
         for stmt in body:
             self._visit(stmt, "reference")
         self._bound.pop()

@@ -31,6 +31,7 @@ from selection.python.failure_paths import confined_to_failure
 from selection.python.load_time import definition_changed
 from selection.python.nested import confined_to_nested
 from selection.python.op_lists import op_list_edit
+from selection.python.specialize import unchanged_for
 from selection.sources.analysis_cache import AnalysisCache
 from selection.upstream import (
     DTYPE_HELPERS,
@@ -72,6 +73,9 @@ def diff_symbols(
             # not a module-level table's: the recording tells which pairs ran a function
             listed = not tests and not failure_only and old[name].kind in ("function", "method")
             op_list = op_list_edit(before, after) if listed else ()
+            # a function's own parameters: a method's calls fill them shifted by the receiver
+            plain = old[name].kind == "function" and not same_for_us
+            unchanged = unchanged_for(before, after) if plain else ()
             changes.append(
                 SymbolChange(
                     path,
@@ -83,6 +87,7 @@ def diff_symbols(
                     definition=definition,
                     failure_only=failure_only,
                     op_list=op_list,
+                    unchanged_for=unchanged,
                 )
             )
     return changes

@@ -35,6 +35,17 @@ class FileChange:
 
 
 @dataclass(frozen=True)
+class UnchangedFor:
+    """A modified function behaves as before wherever parameter `param` holds a value of one
+    of `classes` (selection.python.argument_classes codes: `f` a lambda, `n` None, ...), and,
+    when `omitted`, wherever a call leaves it out (selection.python.specialize)."""
+
+    param: str
+    classes: frozenset[str]
+    omitted: bool = False
+
+
+@dataclass(frozen=True)
 class SymbolChange:
     path: str
     qualname: str
@@ -60,6 +71,9 @@ class SymbolChange:
     # ops (a decomposition table, an `op in (...)` branch: selection.python.op_lists); it
     # reaches where they run.
     op_list: tuple[str, ...] = ()
+    # The edit changes nothing for some values of a parameter (2.14's `_check_with`: a lambda
+    # or None as its message): a call passing such a value does not reach it.
+    unchanged_for: tuple[UnchangedFor, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,12 @@ class Link:
     by_call_site: bool = False
     # ... the argument at this position (0-based): a call known to pass it is not a use.
     default_from: int | None = None
+    # (user, used) edges whose every call passes values the change leaves alone
+    # (selection.links.argument_reach): not followed (with `by_call_site`).
+    passed_over: frozenset[tuple[Target, Target]] = frozenset()
+    # The changed function the target runs the change through (a caller passing it a value
+    # the change matters for): the recording counts only pairs that ran both.
+    ran_with: Target | None = None
 
 
 @dataclass

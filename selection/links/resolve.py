@@ -21,7 +21,7 @@ schema default): it records what ran, not how it was called.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from selection.links.base import Link, Step, Target
@@ -208,10 +208,12 @@ def resolve(
         positions = _positions(through_graph)
         follow = omitting(positions)
         result.doubts = doubted(index.graph, positions)
+        passed_over = frozenset().union(*(link.passed_over for link in through_graph))
+        if passed_over:
+            follow = _not_through(passed_over, follow)
     roots = index.graph.reach(through_graph, follow)
     observed = index.observed
     per_link = [_asked(link) for link in through_graph]
-    asked = [question for questions in per_link for question in questions]
     if (
         observed is None
         or by_call_site
@@ -221,8 +223,17 @@ def resolve(
             for inst in root_instances(root, index, traced or "registration" in link.kinds):
                 result.add(inst, link)
         return result
-    _with_observed(result, roots, observed, asked, through_graph[0], index, traced, limit, within)
+    ran = _union(
+        _observed_pairs(observed, asked, link.ran_with)
+        for asked, link in zip(per_link, through_graph, strict=True)
+    )
+    _with_observed(result, roots, observed, ran, through_graph[0], index, traced, limit, within)
     return result
+
+
+def _not_through(passed_over: frozenset[tuple[Target, Target]], follow: Follow) -> Follow:
+    """`follow`, but not along edges whose calls pass values a change leaves alone."""
+    return lambda edge: (edge.user, edge.used) not in passed_over and follow(edge)
 
 
 def _positions(links: list[Link]) -> dict[Target, int]:
@@ -270,7 +281,7 @@ def _with_observed(
     result: Resolution,
     roots: dict[Target, Link],
     observed: ObservedMap,
-    asked: list[Asked],
+    ran: tuple[set[Pair], set[Pair]],
     first: Link,
     index: LinkIndex,
     traced: bool,
@@ -284,7 +295,7 @@ def _with_observed(
     for root, link in roots.items():
         for inst in _unrecorded(root, index, traced or "registration" in link.kinds):
             result.add(inst, link)
-    eager, compiled = (_with_refs(pairs, index) for pairs in _observed_pairs(observed, asked))
+    eager, compiled = (_with_refs(pairs, index) for pairs in ran)
     runs = ((frozenset(eager), traced), (frozenset(compiled), True))
     if limit is not None and limit >= 0:
         static = result.reached.keys() & within if within is not None else result.reached
@@ -440,8 +451,21 @@ def seen_running(observed: ObservedMap, target: Target) -> bool:
     return False
 
 
-def _observed_pairs(observed: ObservedMap, asked: list[Asked]) -> tuple[set[Pair], set[Pair]]:
-    """(pairs that executed a target in the eager paths, pairs that did only compiled)."""
+def _union(ran: Iterable[tuple[set[Pair], set[Pair]]]) -> tuple[set[Pair], set[Pair]]:
+    """Several links' (eager, only compiled) pairs as one."""
+    eager: set[Pair] = set()
+    compiled: set[Pair] = set()
+    for more_eager, more_compiled in ran:
+        eager |= more_eager
+        compiled |= more_compiled
+    return eager, compiled - eager
+
+
+def _observed_pairs(
+    observed: ObservedMap, asked: list[Asked], ran_with: Target | None = None
+) -> tuple[set[Pair], set[Pair]]:
+    """(pairs that executed a target in the eager paths, pairs that did only compiled);
+    with `ran_with` (Link.ran_with), only pairs that ran that function too, in that path."""
     eager: set[Pair] = set()
     compiled: set[Pair] = set()
     for target, nested in asked:
@@ -454,6 +478,9 @@ def _observed_pairs(observed: ObservedMap, asked: list[Asked]) -> tuple[set[Pair
             # div.Tensor_mode, its in-place and out= forms through structured_delegate)
             eager |= observed.pairs_running_aten(target.aten_base)
             compiled |= observed.pairs_running_aten(target.aten_base, compiled=True)
+    if ran_with is not None:
+        eager &= observed.pairs_running_function(ran_with.path, ran_with.name)
+        compiled &= observed.pairs_running_function(ran_with.path, ran_with.name, True)
     return eager, compiled - eager
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 
 from selection.links.added import added_reach, shadowed_aten_op
+from selection.links.argument_reach import conditioned_outcome, conditioned_reach
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.graph import Edge, LinkGraph
 from selection.links.index import LinkIndex
@@ -271,7 +272,7 @@ def _refs_running(change: SymbolChange, index: LinkIndex) -> list[tuple[str, tup
         return []  # what runs at import: the module-level links decide
     own = refs_name(change.path, change.qualname)
     seeds: list[tuple[str, tuple[Step, ...]]] = [(own, ())] if own else []
-    targets = [Target.function(change.path, change.qualname)]
+    targets = _running_the_change(change, index)
     how = "runs the changed code (it calls it, directly or through other functions)"
     graph = index.graph
     for node in graph.users_among("refs-calling", targets, _is_reference, _is_call):
@@ -288,6 +289,16 @@ def _refs_running(change: SymbolChange, index: LinkIndex) -> list[tuple[str, tup
         for edge in _registrations(kernel, graph):
             seeds.append((aten_name(edge.user.name), (*start, edge.step)))
     return seeds
+
+
+def _running_the_change(change: SymbolChange, index: LinkIndex) -> list[Target]:
+    """What runs the changed code when it runs: the function, or, for an edit that matters
+    only for some values of a parameter, its users that may pass another
+    (selection.links.argument_reach)."""
+    reach = conditioned_reach(change, index)
+    if reach is None:
+        return [Target.function(change.path, change.qualname)]
+    return [link.target for link in reach.starts]
 
 
 def _registrations(target: Target, graph: LinkGraph) -> list[Edge]:
@@ -419,9 +430,13 @@ def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
     if summary is not None and summary.kinds.get(change.qualname) in ("assign", "class"):
         # its statements run on import; a plain value matters through what reads it
         return change.qualname in summary.calls_on_load
+    depths = load_time_depths(index)
+    if conditioned_reach(change, index) is not None:
+        # only where load-time code may pass a value the edit changed anything for
+        return any(t in depths for t in _running_the_change(change, index))
     # an edit confined to a function it defines runs on import only where that one does
     # (the decorator a factory returns), not the function it returns (`_fn`, `_ref`)
-    depth = load_time_depths(index).get(Target.function(change.path, change.qualname))
+    depth = depths.get(Target.function(change.path, change.qualname))
     return depth is not None and change.nesting <= depth
 
 
@@ -430,7 +445,8 @@ def _runs_around_every_test(change: SymbolChange, index: LinkIndex) -> bool:
     methods reach (selection.links.lifecycle); an added or removed one's callers changed."""
     if change.kind != ChangeKind.modified or change.qualname == MODULE_SYMBOL:
         return False
-    return Target.function(change.path, change.qualname) in around_every_test(index)
+    every_test = around_every_test(index)
+    return any(t in every_test for t in _running_the_change(change, index))
 
 
 def _defined(index: LinkIndex, target: Target) -> bool:
@@ -616,6 +632,9 @@ class SymbolLinks:
         if change.qualname == MODULE_SYMBOL:
             return self._module_level(change, label, index, test_code)
         link = _changed_link(change)
+        conditioned = conditioned_reach(change, index)
+        if conditioned is not None:
+            return conditioned_outcome(conditioned, label, kind, index)
         if target in index.graph:
             return Outcome(links=[link], kind=kind)
         # no static link (a kernel called from C++, a helper reached through a dynamic

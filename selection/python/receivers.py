@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Collection, Iterator
+from typing import NamedTuple
 
 from selection.pyast import COMPREHENSIONS, FUNCTION_DEFS, own_nodes
 from selection.python.chains import last_name
@@ -83,7 +84,20 @@ def plain_values(
     """The names of a function (its `args` and `body`) that can never hold a tensor.
     `module_names`: what the module defines or imports (a `list` of its own is no builtin);
     `value_modules`: its names of `VALUE_MODULES` imports (`regx = re.compile(...)`)."""
-    return scope_names(args, body, module_names, value_modules)[0]
+    return scope_names(args, body, module_names, value_modules).plain
+
+
+class Scope(NamedTuple):
+    """The names of one function's scope (`scope_names`)."""
+
+    plain: frozenset[str]  # never a tensor (`plain_values`)
+    bound: frozenset[str]  # its parameters and what its own code binds (assigns, imports, declares)
+    # what holds its own values there: `bound` less what it imports or declares `global` or
+    # `nonlocal` (a module's `check` read where `check = x > 1` was assigned is that bool)
+    local: frozenset[str]
+
+
+_NOT_LOCAL = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
 
 
 def scope_names(
@@ -91,15 +105,18 @@ def scope_names(
     body: list[ast.stmt] | list[ast.expr],
     module_names: Collection[str] = frozenset(),
     value_modules: Collection[str] = frozenset(),
-) -> tuple[frozenset[str], frozenset[str]]:
-    """A function's plain values (`plain_values`) and the names it binds itself: its
-    parameters and what its own code assigns, imports or declares (a module's name it
-    shadows there), read in one walk of its code."""
+) -> Scope:
+    """A function's plain values, the names it binds and its local ones (`Scope`), read in
+    one walk of its code."""
     nodes = list(own_nodes(body, comprehensions=False))
-    bindings = [(name, value) for node in nodes for name, value in _bindings(node)]
+    bindings = [(name, value, node) for node in nodes for name, value in _bindings(node)]
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     stars = [star for star in (args.vararg, args.kwarg) if star is not None]
-    rebound = frozenset({name for name, _ in bindings} | {a.arg for a in (*params, *stars)})
+    own = {a.arg for a in (*params, *stars)}
+    rebound = frozenset({name for name, _, _ in bindings} | own)
+    declared = {n for x in nodes if isinstance(x, (ast.Global, ast.Nonlocal)) for n in x.names}
+    assigned = {name for name, _, node in bindings if not isinstance(node, _NOT_LOCAL)}
+    local = frozenset((assigned | own) - declared)
     shadowed = rebound | set(module_names)
     verdicts: dict[str, bool] = {}
 
@@ -110,11 +127,11 @@ def scope_names(
         bind(arg.arg, is_value_annotation(arg.annotation))
     for star in stars:
         bind(star.arg, True)
-    for name, value in bindings:
+    for name, value, _ in bindings:
         bind(name, value is not None and is_plain_value(value, shadowed, value_modules, rebound))
     for name in _nonlocal_in_nested(nodes):
         bind(name, False)  # a nested function may assign it anything
-    return frozenset(name for name, plain in verdicts.items() if plain), rebound
+    return Scope(frozenset(name for name, plain in verdicts.items() if plain), rebound, local)
 
 
 def is_plain_literal(node: ast.expr) -> bool:
@@ -190,19 +207,6 @@ def _is_text(node: ast.expr) -> bool:
 def _is_format(node: ast.expr) -> bool:
     """`"%s" % x`: a str."""
     return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left)
-
-
-def text_arguments(call: ast.Call) -> tuple[int, ...]:
-    """The positions (0-based, receiver not counted) of a call's positional arguments that
-    are text: a str or bytes literal, an f-string, `"%s" % x`. None past a `*args`, whose
-    positions are not known."""
-    found = []
-    for position, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            break
-        if _is_text(argument) or _is_format(argument):
-            found.append(position)
-    return tuple(found)
 
 
 def _is_collections(func: ast.expr) -> bool:

@@ -23,20 +23,24 @@ from selection.links.registrations import (
     pending_factory_calls,
     registrations_in,
 )
-from selection.pyast import COMPREHENSIONS, MODULE_SYMBOL, Symbol, module_symbols
+from selection.pyast import COMPREHENSIONS, FUNCTION_DEFS, MODULE_SYMBOL, Symbol, module_symbols
 from selection.python import operators
+from selection.python.argument_classes import (
+    CallShape,
+    Signature,
+    call_shape,
+    callable_names,
+    passed_on,
+    signature_of,
+    text_positions,
+)
 from selection.python.chains import Chain, aten_in_chain, chain_of, last_name
 from selection.python.for_us import for_us, has_other_device_code
 from selection.python.load_time import calls_on_load, imported_modules, load_time_nodes
 from selection.python.names import ModuleNames
 from selection.python.nesting import CONSTRUCTORS, call_arguments, is_plain_call, runs_in_place
 from selection.python.operators import Mappings, Operators
-from selection.python.receivers import (
-    VALUE_MODULES,
-    is_plain_literal,
-    scope_names,
-    text_arguments,
-)
+from selection.python.receivers import VALUE_MODULES, is_plain_literal, scope_names
 
 # Builtins comparing an object's type with classes they are given: no code of theirs runs.
 _CLASS_TESTS = {("isinstance",), ("issubclass",)}
@@ -67,9 +71,16 @@ class Use:
     # A call whose result is called in turn, where it stands: `@factory(arg)` on a
     # definition, `out_wrapper()(fn)`. The function the factory returns runs there too.
     applied: bool = False
-    # A call's positional arguments that are text (receivers.text_arguments): `x.split(",")`
-    # is no call of an op none of whose overloads takes text there (links.text_arguments).
-    text_arguments: tuple[int, ...] = ()
+    # A call's: what it passes, by class of value (selection.python.argument_classes): a
+    # change that matters only for some values is no change for a call passing others.
+    # None: not known (not a call, or a call made by other code: `partial(f, ...)`).
+    arguments: CallShape | None = None
+
+    @property
+    def text_arguments(self) -> tuple[int, ...]:
+        """A call's positional arguments that are text: `x.split(",")` is no call of an op
+        none of whose overloads takes text there (links.text_arguments)."""
+        return text_positions(self.arguments or ())
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,8 @@ class ModuleSummary:
     # name-to-name entries (the mode's module)
     operators: dict[str, Operators] = field(default_factory=dict)
     mappings: dict[str, Mappings] = field(default_factory=dict)
+    # functions' and methods' parameters (one definition each), for what a call passes them
+    signatures: dict[str, Signature] = field(default_factory=dict)
 
 
 def summarize(
@@ -129,8 +142,9 @@ def summarize(
     # a `sum` of its own; a `list` the receivers must not take for the builtin
     defined = frozenset({q for q in symbols if "." not in q} | summary.bindings.keys())
     value_modules = value_module_names(summary.bindings)
+    functions = frozenset(q for q, s in symbols.items() if s.kind == "function" and "." not in q)
     for qualname, symbol in symbols.items():
-        collector = _UseCollector(tests, defined, value_modules)
+        collector = _UseCollector(tests, defined, value_modules, functions)
         for node in symbol.nodes:
             collector.collect(node)
         summary.uses[qualname] = tuple(collector.uses)
@@ -140,6 +154,8 @@ def summarize(
             summary.operators[qualname] = operators.operators_in(symbol.nodes, defined)
         if operators.keeps_mappings(path) and symbol.kind in ("function", "method"):
             summary.mappings[qualname] = operators.mappings_in(symbol.nodes)
+        if symbol.kind in ("function", "method") and len(symbol.definitions) == 1:
+            summary.signatures[qualname] = signature_of(symbol.definitions[0])
         if symbol.kind == "class":
             summary.bases[qualname] = tuple(
                 c for b in getattr(symbol.nodes[0], "bases", []) if (c := chain_of(b))
@@ -265,8 +281,10 @@ class _UseCollector:
         tests: bool,
         module_names: frozenset[str] = frozenset(),
         value_modules: frozenset[str] = frozenset(),
+        module_functions: frozenset[str] = frozenset(),
     ) -> None:
         self.tests = tests
+        self.module_functions = module_functions  # the module's top-level functions
         self.module_names = module_names  # what the module defines or imports
         self.value_modules = value_modules  # receivers.VALUE_MODULES it imports, by name
         self.uses: list[Use] = []
@@ -275,7 +293,10 @@ class _UseCollector:
         self._in_place: list[frozenset[str]] = []  # per body entered: runs_in_place
         self._plain: list[frozenset[str]] = []  # per body entered: its plain-value names
         self._bound: list[frozenset[str]] = []  # per function entered: the names it binds
+        self._local: list[frozenset[str]] = []  # per function entered: its local names
         self._at_root = False  # the symbol's own def comes next: its body is nesting 0
+        self._passing: frozenset[str] = frozenset()  # the symbol's parameters passed on
+        self._callables: frozenset[str] = frozenset()  # names holding a function there
 
     def collect(self, node: ast.AST, how: str = "reference") -> None:
         # decorators kept: a wrapper named for another device still runs on ours
@@ -291,7 +312,9 @@ class _UseCollector:
             self._nesting = nesting
             self._visit(guard, "reference")  # `if can_fuse(x) and x.is_cuda:` runs here
         ours = {(u.chain, u.how, u.line) for u in self.uses[kept:]}
-        everything = _UseCollector(self.tests, self.module_names, self.value_modules)
+        everything = _UseCollector(
+            self.tests, self.module_names, self.value_modules, self.module_functions
+        )
         everything._start(node)
         everything._visit(node, how)
         self.device_uses.extend(u for u in everything.uses if (u.chain, u.how, u.line) not in ours)
@@ -301,20 +324,31 @@ class _UseCollector:
         statements of module-level code are, and run in place what they define."""
         self._nesting = 0
         self._at_root = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if isinstance(node, FUNCTION_DEFS):
+            self._passing = passed_on(node)
+            self._callables = callable_names(node, self.module_functions)
+        else:
+            self._passing = self._callables = frozenset()
         self._in_place = [] if self._at_root else [runs_in_place([node])]
         self._plain = []
         self._bound = []
+        self._local = []
 
     def _use(
-        self, chain: Chain, how: str, line: int, applied: bool = False, texts: tuple[int, ...] = ()
+        self,
+        chain: Chain,
+        how: str,
+        line: int,
+        applied: bool = False,
+        shape: CallShape | None = None,
     ) -> None:
-        self.uses.append(Use(chain, how, line, self._nesting, applied, texts))
+        self.uses.append(Use(chain, how, line, self._nesting, applied, shape))
 
     def _visit(
-        self, node: ast.AST, how: str, applied: bool = False, texts: tuple[int, ...] = ()
+        self, node: ast.AST, how: str, applied: bool = False, shape: CallShape | None = None
     ) -> None:
         """`applied`: what `node` (a call, or what a call calls) returns is called there;
-        `texts`: the call's text arguments (Use.text_arguments)."""
+        `shape`: what the call passes (Use.arguments)."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self._definition(node)
             return
@@ -325,6 +359,8 @@ class _UseCollector:
             getattr(node, "ctx", None), ast.Load
         ):
             chain = chain_of(node)
+            if chain and len(chain) == 1 and self._is_local(chain[0]):
+                return  # `check = x > 1; if check:` reads a local, not the module's `check`
             if chain:
                 if (
                     how == "call"
@@ -333,20 +369,21 @@ class _UseCollector:
                     and chain[0] in self._plain[-1]
                 ):
                     chain = (PLAIN_VALUE, chain[1])
-                self._use(chain, how, getattr(node, "lineno", 0), applied, texts)
+                self._use(chain, how, getattr(node, "lineno", 0), applied, shape)
                 return
             if how == "call" and isinstance(node, ast.Attribute):
                 # `x.sum().backward()`, `super().norm()`, `xs[0].split(2)`: a method called
                 # on a receiver that is no name, linked by its name alone (calls.uses_of);
                 # `str(layout).split(".")`, `"a b".split()`: on a value that is no tensor
                 head = PLAIN_VALUE if is_plain_literal(node.value) else UNNAMED
-                self._use((head, node.attr), how, node.lineno, applied, texts)
+                self._use((head, node.attr), how, node.lineno, applied, shape)
         if isinstance(node, ast.Call):
             # `@factory(arg)` on a definition: what the call returns is applied there;
             # `factory(arg)(fn)`: what the inner call returns is called by the outer one
             result_called = applied or how == "decorator"
             inner = isinstance(node.func, ast.Call)
-            self._visit(node.func, "call", True if inner else result_called, text_arguments(node))
+            shape = call_shape(node, self._passing, self._callables)
+            self._visit(node.func, "call", True if inner else result_called, shape)
             # a lambda given to a plain call is a callback: it may run in place
             callbacks = [a for a in call_arguments(node) if isinstance(a, ast.Lambda)]
             callbacks = callbacks if is_plain_call(node) else []
@@ -410,6 +447,10 @@ class _UseCollector:
         for child in ast.iter_child_nodes(node):
             self._visit(child, "reference")
 
+    def _is_local(self, name: str) -> bool:
+        """A name of the module's that a function around the code binds as its own."""
+        return name in self.module_names and any(name in local for local in self._local)
+
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         root, self._at_root = self._at_root, False
         for deco in node.decorator_list:
@@ -444,11 +485,13 @@ class _UseCollector:
         # a module's `re` that an enclosing function rebinds is no module there
         enclosing = frozenset().union(*self._bound)
         modules = self.value_modules - enclosing
-        plain, bound = scope_names(args, body, self.module_names, modules)
-        self._plain.append(plain)
-        self._bound.append(bound)
+        scope = scope_names(args, body, self.module_names, modules)
+        self._plain.append(scope.plain)
+        self._bound.append(scope.bound)
+        self._local.append(scope.local)
         for stmt in body:
             self._visit(stmt, "reference")
+        self._local.pop()
         self._bound.pop()
         self._plain.pop()
         self._in_place.pop()

@@ -37,6 +37,8 @@ ANALYSERS = (
     "selection.python.op_lists",
     "selection.python.operators",
     "selection.python.receivers",
+    "selection.python.argument_classes",
+    "selection.python.specialize",
     "selection.gradients",
     "selection.observed",
     "selection.links.registrations",

@@ -208,12 +208,12 @@ def test_a_method_of_a_literal_is_called_on_no_tensor() -> None:
 
 
 def test_a_calls_text_arguments_are_its_positional_literals_fstrings_and_formats() -> None:
-    from selection.python.receivers import text_arguments
+    from selection.python.argument_classes import call_shape, text_positions
 
     def positions(source: str) -> tuple[int, ...]:
         call = ast.parse(source, mode="eval").body
         assert isinstance(call, ast.Call)
-        return text_arguments(call)
+        return text_positions(call_shape(call))
 
     assert positions("x.split(',')") == (0,)
     assert positions("x.f(1, f'{y}', '%s' % z, b'b', y, sep='-')") == (1, 2, 3)

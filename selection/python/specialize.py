@@ -1,0 +1,303 @@
+"""For which values of a parameter an edit leaves a function as it was. Pure.
+
+Both revisions of the function are *specialized* for one parameter and one class of value
+(selection.python.argument_classes: a lambda, None, a str, ...): what the function's code
+asks of the parameter and can be answered from the class alone is answered --
+`callable(p)`, `p is None`, `p is not None`, `isinstance(p, str)`, and `p`'s truth in a test
+(`if p:`, `not p`) for None and a lambda -- then branches decided that way are cut
+(`if`, `x if c else y`, `while`, `assert`, a leading `True and`/`False or`), and so is code
+after a `return` or `raise`. Two revisions that are then the same (selection.pyast's
+normalized fingerprint, the parameter's default left out) behave alike wherever the
+parameter holds such a value: 2.14's `_check_with` formats a message that is not callable
+where 2.13 raised TypeError, and is the same as before for a lambda and for None.
+
+Only a parameter no code of the function binds again is specialized (argument_classes.
+passed_on), in a function whose parameters, by name, kind and order, did not change.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterator
+
+from selection.model import UnchangedFor
+from selection.pyast import FUNCTION_DEFS, normalized_fingerprint
+from selection.python.argument_classes import (
+    BOOL,
+    BYTES,
+    CALLABLE,
+    CLASSES,
+    FLOAT,
+    INT,
+    NONE,
+    TEXT,
+    parameter_defaults,
+    passed_on,
+    signature_of,
+)
+
+
+def unchanged_for(old: list[ast.AST], new: list[ast.AST]) -> tuple[UnchangedFor, ...]:
+    """Per parameter, the classes of values for which the two revisions of one function
+    behave alike; empty when none is known (or the two are not one function each)."""
+    if len(old) != 1 or len(new) != 1:
+        return ()
+    before, after = old[0], new[0]
+    if not isinstance(before, FUNCTION_DEFS) or not isinstance(after, FUNCTION_DEFS):
+        return ()
+    if _parameters(before) != _parameters(after):
+        return ()
+    found: list[UnchangedFor] = []
+    candidates = passed_on(before) & passed_on(after)
+    for param in sorted(candidates):
+        if not (_asked_about(before, param) or _asked_about(after, param)):
+            continue  # specialized, both stay as they are: they differ still
+        classes = frozenset(
+            c
+            for c in CLASSES
+            if normalized_fingerprint([specialized(before, param, c)])
+            == normalized_fingerprint([specialized(after, param, c)])
+        )
+        if classes:
+            found.append(UnchangedFor(param, classes, _same_default(before, after, param, classes)))
+    return tuple(found)
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[object, ...]:
+    args = node.args
+    stars = tuple(s.arg if s is not None else None for s in (args.vararg, args.kwarg))
+    return (
+        tuple(a.arg for a in args.posonlyargs),
+        tuple(a.arg for a in args.args),
+        tuple(a.arg for a in args.kwonlyargs),
+        stars,
+    )
+
+
+def _same_default(
+    before: ast.FunctionDef | ast.AsyncFunctionDef,
+    after: ast.FunctionDef | ast.AsyncFunctionDef,
+    param: str,
+    classes: frozenset[str],
+) -> bool:
+    old, new = _default(before, param), _default(after, param)
+    if old is None or new is None:
+        return False
+    if normalized_fingerprint([old]) != normalized_fingerprint([new]):
+        return False
+    return signature_of(after).default(param) in classes
+
+
+def _default(node: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:
+    return next((d for a, d in parameter_defaults(node.args) if a.arg == param), None)
+
+
+def _asked_about(node: ast.AST, param: str) -> bool:
+    """Whether the function's code asks something of `param` that a class can answer."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and _predicate_argument(sub) == param:
+            return True
+        if isinstance(sub, ast.Compare) and _none_test(sub, param) is not None:
+            return True
+        for test in _tests(sub):
+            if isinstance(test, ast.Name) and test.id == param:
+                return True
+    return False
+
+
+def _tests(node: ast.AST) -> Iterator[ast.expr]:
+    """The expressions `node` reads for their truth."""
+    if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+        yield node.test
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield node.operand
+    elif isinstance(node, ast.BoolOp):
+        yield from node.values
+    elif isinstance(node, ast.comprehension):
+        yield from node.ifs
+
+
+def specialized(node: ast.AST, param: str, code: str) -> ast.AST:
+    """A copy of the function with what its code asks of `param` answered for a value of
+    class `code`, the branches so decided cut, and its default for `param` left out."""
+    shell = copy.deepcopy(node)
+    if isinstance(shell, FUNCTION_DEFS):
+        default = _default(shell, param)
+        if default is not None:
+            _blank(shell, default)
+    return _Specializer(param, code).visit(shell)
+
+
+def _blank(function: ast.FunctionDef | ast.AsyncFunctionDef, default: ast.expr) -> None:
+    args = function.args
+    for values in (args.defaults, args.kw_defaults):
+        for i, value in enumerate(values):
+            if value is default:
+                values[i] = ast.Constant("<default>")
+
+
+# What `isinstance(p, T)` answers for a value of each class, by T's name (builtins only;
+# `Tensor` and the symbolic numbers hold no literal and no lambda).
+_INSTANCES = {
+    "str": {TEXT},
+    "bytes": {BYTES},
+    "bool": {BOOL},
+    "int": {BOOL, INT},
+    "float": {FLOAT},
+    "object": set(CLASSES),
+}
+_NEVER_ONE = frozenset(
+    {"list", "tuple", "dict", "set", "frozenset", "complex", "Tensor", "SymInt", "SymFloat"}
+    | {"SymBool"}
+)
+
+
+def _isinstance(types: ast.expr, code: str) -> bool | None:
+    items = types.elts if isinstance(types, ast.Tuple) else [types]
+    answers: list[bool] = []
+    for item in items:
+        name = item.attr if isinstance(item, ast.Attribute) else getattr(item, "id", None)
+        if name in _INSTANCES:
+            answers.append(code in _INSTANCES[name])
+        elif name in _NEVER_ONE:
+            answers.append(False)
+        else:
+            return None
+    return any(answers)
+
+
+def _predicate_argument(call: ast.Call) -> str | None:
+    """The name `callable(p)` or `isinstance(p, T)` asks about."""
+    func = call.func
+    if not isinstance(func, ast.Name) or func.id not in ("callable", "isinstance"):
+        return None
+    if call.keywords or len(call.args) != (1 if func.id == "callable" else 2):
+        return None
+    first = call.args[0]
+    return first.id if isinstance(first, ast.Name) else None
+
+
+def _none_test(compare: ast.Compare, param: str) -> bool | None:
+    """`p is None` (True), `p is not None` (False); None for any other comparison."""
+    if len(compare.ops) != 1:
+        return None
+    left, right = compare.left, compare.comparators[0]
+    names = {getattr(x, "id", None) for x in (left, right) if isinstance(x, ast.Name)}
+    nones = [x for x in (left, right) if isinstance(x, ast.Constant) and x.value is None]
+    if names != {param} or len(nones) != 1:
+        return None
+    if isinstance(compare.ops[0], (ast.Is, ast.Eq)):
+        return True
+    if isinstance(compare.ops[0], (ast.IsNot, ast.NotEq)):
+        return False
+    return None
+
+
+# The truth of a value of a class, where the class alone tells it.
+_TRUTH = {NONE: False, CALLABLE: True}
+
+
+class _Specializer(ast.NodeTransformer):
+    def __init__(self, param: str, code: str) -> None:
+        self.param = param
+        self.code = code
+
+    # -- what the code asks, answered ----------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if _predicate_argument(node) != self.param:
+            return node
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "callable":
+            return ast.Constant(self.code == CALLABLE)
+        answer = _isinstance(node.args[1], self.code)
+        return node if answer is None else ast.Constant(answer)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        is_none = _none_test(node, self.param)
+        if is_none is None:
+            return node
+        return ast.Constant((self.code == NONE) == is_none)
+
+    def _truth(self, node: ast.expr) -> ast.expr:
+        """`node` read for its truth: a bare `p` answered where its class tells."""
+        if isinstance(node, ast.Name) and node.id == self.param and self.code in _TRUTH:
+            return ast.Constant(_TRUTH[self.code])
+        return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        operand = self._truth(node.operand)
+        if isinstance(operand, ast.Constant):
+            return ast.Constant(not operand.value)
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        """Leading operands whose truth is known: `True and x` is x, `False and x` False
+        (`or` alike); later ones are kept (the operands before them run first)."""
+        self.generic_visit(node)
+        values = list(node.values)
+        stops = isinstance(node.op, ast.Or)  # the truth that ends the evaluation
+        while len(values) > 1:
+            truth = self._truth(values[0])
+            if not isinstance(truth, ast.Constant):
+                break
+            if bool(truth.value) == stops:
+                return values[0]  # its value is the result (`p or x` with p None: None)
+            values.pop(0)
+        if len(values) == 1:
+            return values[0]
+        node.values = values
+        return node
+
+    # -- branches decided -----------------------------------------------------------------------
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        test = self._truth(node.test)
+        if isinstance(test, ast.Constant):
+            return node.body if test.value else node.orelse
+        return node
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        self.generic_visit(node)
+        test = self._truth(node.test)
+        if isinstance(test, ast.Constant):
+            return (node.body if test.value else node.orelse) or [ast.Pass()]
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
+        self.generic_visit(node)
+        test = self._truth(node.test)
+        if isinstance(test, ast.Constant) and not test.value:
+            return node.orelse or [ast.Pass()]
+        return node
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST | None:
+        self.generic_visit(node)
+        test = self._truth(node.test)
+        return None if isinstance(test, ast.Constant) and test.value else node
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(node, name, _reachable(block))
+        return node
+
+
+def _reachable(block: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements up to the first that always leaves the block; a `pass` beside others
+    dropped (what cutting a branch leaves is compared as the code it stands for)."""
+    out: list[ast.stmt] = []
+    for stmt in block:
+        if isinstance(stmt, ast.Pass):
+            continue
+        out.append(stmt)
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            break
+    return out or [ast.Pass()]

@@ -1,0 +1,194 @@
+"""What a call passes, by class of value (selection.python.argument_classes), and for which
+values of a parameter an edit leaves a function as it was (selection.python.specialize)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from selection.model import UnchangedFor
+from selection.python.argument_classes import (
+    CallShape,
+    call_shape,
+    callable_names,
+    passed,
+    passed_on,
+    signature_of,
+)
+from selection.python.specialize import unchanged_for
+
+
+def _function(source: str) -> ast.FunctionDef:
+    node = ast.parse(textwrap.dedent(source)).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    return node
+
+
+def _shape(call: str, passing: frozenset[str] = frozenset()) -> CallShape:
+    node = ast.parse(call, mode="eval").body
+    assert isinstance(node, ast.Call)
+    return call_shape(node, passing, frozenset({"helper"}))
+
+
+def test_a_call_shape_names_each_argument_by_class() -> None:
+    shape = _shape("f(lambda: 'x', None, 's', f'{y}', '%s' % y, b'b', True, 3, 2.5, y, helper)")
+    assert shape == ("f", "n", "s", "s", "s", "y", "b", "i", "r", "?", "f")
+    assert _shape("f(x, message=m, **kw)", frozenset({"m"})) == ("?", "message=p:m", "**")
+    assert _shape("f(x, *rest, 'late')") == ("?", "*")  # past `*args` nothing is known
+
+
+def test_what_a_call_passes_for_a_parameter_follows_how_python_binds_it() -> None:
+    signature = signature_of(_function("def _check(cond, message=None, *, kind=None): ..."))
+    assert passed(("?", "f"), signature, "message") == "f"
+    assert passed(("?", "message=s"), signature, "message") == "s"
+    assert passed(("?",), signature, "message") == "default:n"  # left out: the default
+    assert passed(("?",), signature, "cond") == "?"
+    assert passed(("*",), signature, "message") is None  # `*args` may fill it
+    assert passed(("?", "*"), signature, "kind") == "default:n"  # keyword-only: no *args
+    assert passed(("?", "**"), signature, "message") is None
+    assert passed(("?", "f", "message=s"), signature, "message") is None  # twice: raises
+    method = signature_of(_function("def check(self, cond, message): ..."))
+    assert passed(("?", "s"), method, "message", receiver=True) == "s"
+
+
+def test_a_parameter_is_passed_on_only_where_no_code_binds_it_again() -> None:
+    function = _function(
+        """
+        def f(cond, message, other, shadowed, caught, *args):
+            other = 2
+            g = lambda shadowed: shadowed
+            try:
+                pass
+            except Exception as caught:
+                pass
+            return _check_with(RuntimeError, cond, message)
+        """
+    )
+    assert passed_on(function) == {"cond", "message"}
+
+
+def test_names_holding_a_function_are_those_defined_once_and_not_bound_otherwise() -> None:
+    function = _function(
+        """
+        def f(x, local_param):
+            def error():
+                return "bad"
+            def twice(): ...
+            twice = 3
+            check = x > 1
+            return error, twice, check
+        """
+    )
+    names = callable_names(function, frozenset({"module_helper", "check", "local_param"}))
+    assert names == {"error", "module_helper"}
+
+
+CHECK_WITH_213 = """
+def _check_with(error_type, cond, message):
+    if not isinstance(cond, (bool, SymBool)):
+        raise TypeError(f"cond must be a bool, but got {type(cond)}")
+    if expect_true(cond):
+        return
+    if message is None:
+        message_evaluated = "Expected cond to be True, but got False."
+    else:
+        if not callable(message):
+            raise TypeError("message must be a callable")
+        message_evaluated = str(message())
+    raise error_type(message_evaluated)
+"""
+# 2.14: a message that is not callable is formatted (the edit `select --from 2.13 --to 2.14`
+# sees in torch/__init__.py)
+CHECK_WITH_214 = CHECK_WITH_213.replace(
+    """        if not callable(message):
+            raise TypeError("message must be a callable")
+        message_evaluated = str(message())""",
+    """        message_evaluated = str(message() if callable(message) else message)""",
+).replace("error_type, cond, message", "error_type: type, cond: bool, message: object")
+
+
+def _unchanged(old: str, new: str) -> dict[str, UnchangedFor]:
+    before, after = _function(old), _function(new)
+    return {u.param: u for u in unchanged_for([before], [after])}
+
+
+def test_the_2_14_check_with_edit_leaves_a_lambda_and_none_alone() -> None:
+    assert CHECK_WITH_214 != CHECK_WITH_213
+    found = _unchanged(CHECK_WITH_213, CHECK_WITH_214)
+    assert found["message"].classes == {"f", "n"}
+    assert not found["message"].omitted  # it has no default
+    # a literal as `cond` raises TypeError in both; only a bool reaches the edit
+    assert "b" not in found["cond"].classes and "s" in found["cond"].classes
+
+
+SCALE = """
+def scale(x, factor=None, mode="linear"):
+    if factor is not None:
+        x = x * factor
+    if isinstance(mode, str):
+        return x if mode == "linear" else x * x
+    return x ** 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "param", "classes", "omitted"),
+    [
+        # an edit under `factor is not None`: the same for None, and where it is left out
+        (SCALE, SCALE.replace("x * factor", "x * factor * 2"), "factor", {"n"}, True),
+        # an edit where mode is no str: a str leaves it alone, and so does leaving it out
+        (SCALE, SCALE.replace("x ** 2", "x ** 3"), "mode", {"s"}, True),
+        # a default that changed: any value passed leaves it alone, leaving it out not
+        (
+            SCALE,
+            SCALE.replace('mode="linear"', 'mode="square"'),
+            "mode",
+            {"f", "n", "s", "y", "b", "i", "r"},
+            False,
+        ),
+    ],
+)
+def test_an_edit_under_a_test_of_a_parameter_is_unchanged_for_the_other_values(
+    old: str, new: str, param: str, classes: set[str], omitted: bool
+) -> None:
+    found = _unchanged(old, new)[param]
+    assert classes <= found.classes
+    assert found.omitted is omitted
+
+
+def test_a_truth_test_is_answered_for_none_and_a_lambda_only() -> None:
+    old = "def f(x, fn=None):\n    if not fn:\n        return x\n    return fn(x)\n"
+    new = old.replace("return fn(x)", "return fn(x) + 1")
+    assert _unchanged(old, new)["fn"].classes == {"n"}
+
+
+def test_a_value_read_by_or_keeps_what_it_holds() -> None:
+    """`p or "default"` is p's value when p is a lambda: not replaced by True, so an edit of
+    the default text is the same for a lambda, and not for None."""
+    old = 'def f(message=None):\n    return str(message or "default")\n'
+    new = old.replace('"default"', '"fallback"')
+    assert _unchanged(old, new)["message"].classes == {"f"}
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        # the parameter bound again: nothing is specialized
+        SCALE.replace(
+            "    if factor is not None:", "    factor = factor\n    if factor is not None:"
+        )
+        + "",
+        # the parameters changed
+        SCALE.replace("def scale(x, factor=None", "def scale(x, size=None, factor=None"),
+    ],
+)
+def test_nothing_is_known_where_the_parameter_or_the_signature_changed(new: str) -> None:
+    edited = new.replace("x * factor", "x * factor * 2")
+    assert "factor" not in _unchanged(SCALE, edited)
+
+
+def test_an_edit_that_asks_nothing_of_a_parameter_is_known_for_none() -> None:
+    old = "def f(x, y):\n    return x + y\n"
+    assert _unchanged(old, old.replace("x + y", "x - y")) == {}

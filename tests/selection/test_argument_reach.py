@@ -1,0 +1,156 @@
+"""An edit that matters only for some values of a parameter reaches only the calls that may
+pass another (selection.links.argument_reach): 2.14's `_check_with` formats a message that
+is not callable, where 2.13 raised TypeError, so `torch._check(cond, lambda: ...)` runs as
+before and `torch._check(cond, "text")` does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selection.state import PipelineState
+from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
+from tests.support.upstream_repo import INTERNAL, UpstreamRepo, build_upstream
+
+DB = f"{INTERNAL}/common_methods_invocations.py"
+
+TORCH_INIT = """
+from torch import _C as _C
+
+
+def _check_with(error_type, cond, message):
+    if cond:
+        return
+    if message is None:
+        message_evaluated = "Expected cond to be True, but got False."
+    else:
+        if not callable(message):
+            raise TypeError("message must be a callable")
+        message_evaluated = str(message())
+    raise error_type(message_evaluated)
+
+
+def _check(cond, message=None):
+    _check_with(RuntimeError, cond, message)
+
+
+def scaled(x, factor=None):
+    if factor is not None:
+        x = x * factor
+    return x
+"""
+
+SAMPLES = '''
+def _check_dtype(dtype, message):
+    torch._check(dtype is not None, message)
+
+
+def sample_inputs_add(op_info, device, dtype):
+    torch._check(dtype is not None, lambda: "add needs a dtype")
+    yield SampleInput(torch.scaled(torch.ones(3, device=device, dtype=dtype)), args=(2,))
+
+
+def sample_inputs_mul(op_info, device, dtype):
+    torch._check(dtype is not None, "mul needs a dtype")
+    yield SampleInput(torch.scaled(torch.ones(4, device=device, dtype=dtype), 2), args=(3,))
+
+
+def sample_inputs_unary(op_info, device, dtype):
+    """Unary samples."""
+    _check_dtype(dtype, lambda: "a unary op needs a dtype")
+    yield SampleInput(torch.ones(5, device=device, dtype=dtype))
+'''
+
+FORMATTED = """        message_evaluated = str(message() if callable(message) else message)"""
+RAISED = """        if not callable(message):
+            raise TypeError("message must be a callable")
+        message_evaluated = str(message())"""
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    repo = build_upstream(tmp_path_factory.mktemp("upstream") / "pytorch")
+    repo.reset()
+    repo.write("torch/__init__.py", TORCH_INIT)
+    old = repo.read(DB)
+    start, end = old.index("def sample_inputs_add("), old.index("op_db = [")
+    repo.write(DB, old[:start] + SAMPLES.lstrip("\n") + "\n\n" + old[end:])
+    repo.base = repo.commit("torch._check, its callers, a function scaling when asked")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return manifest_file(tmp_path_factory.mktemp("manifests"))
+
+
+def _evidence(state: PipelineState) -> list[str]:
+    return [s for t in state.candidates.values() for c in t.causes for s in c.evidence]
+
+
+def _ops(state: PipelineState) -> set[str | None]:
+    return {op for op, _ in linked_ops(state)}
+
+
+def test_only_the_call_passing_text_reaches_the_2_14_check_with_edit(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    head = upstream.change("torch/__init__.py", RAISED, FORMATTED)
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert _ops(state) == {"mul"}  # add passes a lambda; the unary ops one through a helper
+    steps = _evidence(state)
+    assert any("as before where message is a lambda or None" in s for s in steps)
+
+
+def test_an_edit_no_call_can_reach_has_no_effect_and_says_why(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Every caller passes a lambda or None to what the edit changed: nothing to run, and
+    the reason names the values passed."""
+    upstream.reset()
+    upstream.edit(DB, '"mul needs a dtype"', 'lambda: "mul needs a dtype"')
+    base = upstream.commit("mul passes a lambda too")
+    upstream.edit("torch/__init__.py", RAISED, FORMATTED)
+    head = upstream.commit("format a message that is not callable")
+    old_base, upstream.base = upstream.base, base
+    try:
+        state = select_head(upstream, manifest, head, tmp_path)
+    finally:
+        upstream.base = old_base
+        upstream.reset()
+    assert not state.candidates
+    assert state.mapped is not None
+    reasons = [r for r in state.mapped.no_effect if "_check_with" in r]
+    assert reasons and "no caller passes" in reasons[0] and "a lambda as message" in reasons[0]
+
+
+def test_leaving_out_an_argument_whose_default_the_edit_leaves_alone_is_no_use(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`scaled(x)` leaves `factor` None; only `scaled(x, 2)` runs the edited branch."""
+    head = upstream.change("torch/__init__.py", "x = x * factor", "x = x * factor * 2")
+    state = select_head(upstream, manifest, head, tmp_path)
+    assert _ops(state) == {"mul"}
+
+
+def test_the_recording_narrows_to_pairs_that_ran_both_the_caller_and_the_edit(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """With a recording: mul's pairs ran its sample function and `_check_with`; add's ran
+    `_check_with` through a lambda (passed over). A pair that ran `_check` with no caller
+    the code shows (exp) was called some other way: it is reached, and says so."""
+    init, db = "torch/__init__.py", DB
+    check = [f"{init}::_check_with", f"{init}::_check"]
+    functions = {
+        ("opinfo", "mul", "float32"): [f"{db}::sample_inputs_mul", *check],
+        ("opinfo", "add", "float32"): [f"{db}::sample_inputs_add", *check],
+        ("opinfo", "exp", "float32"): check,
+    }
+    deps = recorded_map(tmp_path, functions)
+    head = upstream.change(init, RAISED, FORMATTED)
+    state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
+    assert ("mul", "float32") in linked_ops(state)
+    assert ("add", "float32") not in linked_ops(state)
+    assert ("exp", "float32") in linked_ops(state)
+    assert any("none of the callers the code shows" in s for s in _evidence(state))

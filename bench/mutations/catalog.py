@@ -23,6 +23,8 @@ from mutations.op_list_sites import OP_LIST, op_list_sites
 from mutations.operators import Change, change_differs
 from mutations.quiet import BEHAVIOUR_FREE, behaviour_free_sites, other_device_sites
 from mutations.sites import function_sites, is_database_file, parse_module
+from mutations.value_branch_sites import KIND as VALUE_BRANCH
+from mutations.value_branch_sites import value_branch_sites
 from mutations.yaml_sites import DERIVATIVES, NATIVE, derivative_sites, native_sites
 
 FULL_PLAN = {
@@ -37,6 +39,7 @@ FULL_PLAN = {
     "native-yaml": 12,
     "derivatives-yaml": 12,
     OP_LIST: 8,
+    VALUE_BRANCH: 12,
     BEHAVIOUR_FREE: 14,
     "other-device": 16,
 }
@@ -60,6 +63,7 @@ def all_sites(sources: Mapping[str, str]) -> Iterator[Site]:
     flat = [e for found in entries.values() for e in found]
     yield from function_sites(sources, flat)
     yield from op_list_sites(sources)
+    yield from value_branch_sites(sources)
     yield from entry_sites(sources, entries)
     yield from behaviour_free_sites(sources)
     yield from other_device_sites(sources, entries)

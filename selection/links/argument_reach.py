@@ -29,6 +29,7 @@ from selection.links.resolve import pair_instances, recording_saw, root_instance
 from selection.model import ChangeKind, SymbolChange, UnchangedFor
 from selection.observed import ObservedMap, Pair
 from selection.python.argument_classes import (
+    CLASSES,
     DEFAULT,
     PARAMETER,
     CallShape,
@@ -50,7 +51,7 @@ _CLASS_NAMES = {
 
 def describe_classes(classes: frozenset[str], omitted: bool = False) -> str:
     """`a lambda or None`, `..., or left out`: values a change leaves alone, in words."""
-    names = [_CLASS_NAMES[c] for c in sorted(classes) if c in _CLASS_NAMES]
+    names = [_CLASS_NAMES[c] for c in CLASSES if c in classes]
     said = " or ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " or " + names[-1]
     return f"{said}, or left out" if omitted else said
 

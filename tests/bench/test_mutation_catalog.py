@@ -126,3 +126,18 @@ def test_other_device_mutations_touch_only_another_devices_code(group: str) -> N
     else:
         assert mutation.truth.mode == NONE
         assert any(word in text for word in ("cuda", "cpu", "MPS", "CUDA")), text
+
+
+def test_value_branch_mutations_edit_inside_a_branch_a_parameters_value_decides() -> None:
+    """`_canonical_mask`'s `if mask is not None:` body; `broadcast_shapes`' `isinstance`
+    asks of a loop variable, not a parameter, and gives no site."""
+    sites = [s for s in all_sites(SOURCES) if s.kind == "value-branch"]
+    assert {(s.symbol, s.group) for s in sites} == {("_canonical_mask", "none-test")}
+    branch = range(
+        SOURCES[sites[0].path].splitlines().index("    if mask is not None:") + 2,
+        SOURCES[sites[0].path].splitlines().index("    return mask") + 1,
+    )
+    changes = sites[0].changes()
+    assert changes and all(c.line in branch for c in changes)
+    [mutation] = generate(SOURCES, {"value-branch": 1}, seed=0)
+    assert mutation.truth.mode == EXECUTION and mutation.expect == "select"

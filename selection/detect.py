@@ -53,6 +53,7 @@ def diff_symbols(
     other-device-only when it vanishes once another device's code is left out (in test
     code, `cpu`/`meta` code too)."""
     tests = path.startswith(("test/", "torch/testing/"))
+    top_level = frozenset(q for q in (*old, *new) if "." not in q)  # shadows a builtin
     changes: list[SymbolChange] = []
     for name in sorted(set(old) | set(new)):
         if skip(name):
@@ -75,7 +76,7 @@ def diff_symbols(
             op_list = op_list_edit(before, after) if listed else ()
             # a function's own parameters: a method's calls fill them shifted by the receiver
             plain = old[name].kind == "function" and not same_for_us
-            unchanged = unchanged_for(before, after) if plain else ()
+            unchanged = unchanged_for(before, after, top_level) if plain else ()
             changes.append(
                 SymbolChange(
                     path,

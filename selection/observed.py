@@ -215,6 +215,11 @@ class ObservedMap:
             bits |= table.get(name, 0)
         return self._pairs_of(bits)
 
+    def warmed_up(self, path: str, qualname: str) -> bool:
+        """Did the recording's warm-up run the function (so that it counts for every pair)?"""
+        name = f"{path}::{qualname}"
+        return name in self.baseline["functions"] or name in self.baseline["compiled_functions"]
+
     def _with_nested(self, kind: str, name: str) -> list[str]:
         """`name` and the recorded names of functions nested in it, at any depth (what the
         function's code defines runs as theirs)."""

@@ -25,13 +25,26 @@ from dataclasses import dataclass, field, replace
 from selection.links.base import Link, Outcome, Step, Target
 from selection.links.graph import ROOT_KINDS, Edge
 from selection.links.index import LinkIndex
-from selection.links.resolve import pair_instances, recording_saw, root_instances
+from selection.links.resolve import (
+    pair_instances,
+    ran_pairs,
+    recording_saw,
+    root_instances,
+    seen_running,
+)
 from selection.model import ChangeKind, SymbolChange, UnchangedFor
 from selection.observed import ObservedMap, Pair
 from selection.python.argument_classes import (
+    BOOL,
+    BYTES,
+    CALLABLE,
     CLASSES,
     DEFAULT,
+    FLOAT,
+    INT,
+    NONE,
     PARAMETER,
+    TEXT,
     CallShape,
     Signature,
     passed,
@@ -39,13 +52,13 @@ from selection.python.argument_classes import (
 
 # How each class of value reads in a step's text.
 _CLASS_NAMES = {
-    "f": "a lambda",
-    "n": "None",
-    "s": "a str",
-    "y": "bytes",
-    "b": "a bool",
-    "i": "an int",
-    "r": "a float",
+    CALLABLE: "a callable",
+    NONE: "None",
+    TEXT: "a str",
+    BYTES: "bytes",
+    BOOL: "a bool",
+    INT: "an int",
+    FLOAT: "a float",
 }
 
 
@@ -71,41 +84,122 @@ class Conditioned:
 class ArgumentReach:
     """`starts`: the users that may run the changed code, each with how (what the change
     reaches is what reaches them); `conditioned`: the changed function, then those
-    conditioned in turn (they pass their own parameter on);
-    `passed_over`: per value in words, how many users' calls pass it (for the report);
+    conditioned in turn (they pass their own parameter on); `passed_over`: per value in
+    words, how many users (neither starts nor conditioned) pass it, for the report;
     `skipped`: the (user, used) edges of those users, which the walk from the changed
-    function does not follow (into a function that is no start itself)."""
+    function does not follow; `changed_step`: the change's own step, saying which values
+    it leaves alone."""
 
+    changed_step: Step
     starts: list[Link] = field(default_factory=list)
     conditioned: list[Target] = field(default_factory=list)
     passed_over: dict[str, int] = field(default_factory=dict)
     skipped: frozenset[tuple[Target, Target]] = frozenset()
 
 
-def argument_reach(changed: Conditioned, index: LinkIndex) -> ArgumentReach:
-    """The users of `changed` that may run its changed code (module docstring)."""
-    reach = ArgumentReach(conditioned=[changed.target])
-    queue = deque([changed])
-    seen = {changed.target}
+def argument_reach(changed: Conditioned, index: LinkIndex) -> ArgumentReach | None:
+    """The users of `changed` that may run its changed code (module docstring); None when
+    the changed function itself must count as running it for every caller (a start's own
+    users lead back to it: it calls, directly or not, what calls it with a value it
+    changed anything for)."""
+    forced: set[Target] = set()
+    while True:
+        conditions, starts = _conditions(changed, forced, index)
+        if changed.target in starts:
+            return None
+        looping = _above(starts, index) & conditions.keys()
+        if changed.target in looping:
+            return None  # it calls, directly or not, what may call it with such a value
+        if not looping:
+            return _decided(changed, conditions, index)
+        forced |= looping  # running a start runs them: they run the change for any caller
+
+
+def _conditions(
+    changed: Conditioned, forced: set[Target], index: LinkIndex
+) -> tuple[dict[Target, Conditioned], set[Target]]:
+    """Every function conditioned on what it is passed, each with the one condition all
+    its calls of conditioned functions allow, and the users that may run the change. A
+    user reached from several conditioned functions is unchanged only where each of those
+    calls is: its condition narrows to the parameters they share, and is judged again."""
+    conditions = {changed.target: changed}
+    starts: set[Target] = set()
+    queue = deque([changed.target])
+    while queue:
+        target = queue.popleft()
+        node = conditions.get(target)
+        if node is None:
+            continue  # became a start since it was queued
+        for edge in index.graph.users.get(target, ()):
+            user = edge.user
+            if user in starts:
+                continue
+            verdict = _judge(edge, node, index)
+            if isinstance(verdict, str):
+                continue
+            merged = _both(conditions.get(user), verdict) if user not in forced else None
+            if merged is None:
+                starts.add(user)
+                conditions.pop(user, None)
+            elif merged != conditions.get(user):
+                conditions[user] = merged
+                queue.append(user)
+    return conditions, starts
+
+
+def _both(known: Conditioned | None, verdict: Conditioned | Step) -> Conditioned | None:
+    """A user's condition once another of its calls is judged: the parameters both allow,
+    each holding a class both leave alone; None when nothing is left (or the call may run
+    the change)."""
+    if not isinstance(verdict, Conditioned):
+        return None
+    if known is None:
+        return verdict
+    theirs = {u.param: u.classes for u in verdict.unchanged}
+    unchanged = tuple(
+        UnchangedFor(u.param, both, known.signature.default(u.param) in both)
+        for u in known.unchanged
+        if u.param in theirs and (both := u.classes & theirs[u.param])
+    )
+    return replace(known, unchanged=unchanged) if unchanged else None
+
+
+def _above(starts: set[Target], index: LinkIndex) -> set[Target]:
+    """Every node up the users of the starts."""
+    seen = set(starts)
+    queue = deque(starts)
+    while queue:
+        for edge in index.graph.users.get(queue.popleft(), ()):
+            if edge.user not in seen:
+                seen.add(edge.user)
+                queue.append(edge.user)
+    return seen
+
+
+def _decided(
+    changed: Conditioned, conditions: dict[Target, Conditioned], index: LinkIndex
+) -> ArgumentReach:
+    """The starts (with how they run the change), the edges passed over and their count,
+    once every condition is final."""
+    reach = ArgumentReach(changed.evidence[0], conditioned=list(conditions))
     started: set[Target] = set()
     skipped: set[tuple[Target, Target]] = set()
-    while queue:
-        node = queue.popleft()
-        for edge in index.graph.users.get(node.target, ()):
+    passed: dict[Target, str] = {}
+    for target, node in conditions.items():
+        for edge in index.graph.users.get(target, ()):
+            user = edge.user
             verdict = _judge(edge, node, index)
-            if isinstance(verdict, Conditioned):
-                if verdict.target not in seen:
-                    seen.add(verdict.target)
-                    reach.conditioned.append(verdict.target)
-                    queue.append(verdict)
-            elif isinstance(verdict, str):
-                reach.passed_over[verdict] = reach.passed_over.get(verdict, 0) + 1
-                skipped.add((edge.user, edge.used))
-            elif edge.user not in started:
-                started.add(edge.user)
-                reach.starts.append(Link(edge.user, (*node.evidence, verdict)))
-    # a function some call may make run the changed code runs it for every caller
-    reach.skipped = frozenset(e for e in skipped if e[1] not in started)
+            if isinstance(verdict, str):
+                skipped.add((user, target))
+                passed.setdefault(user, verdict)
+            elif user not in conditions and user not in started:
+                step = verdict if isinstance(verdict, Step) else edge.step
+                started.add(user)
+                reach.starts.append(Link(user, (*node.evidence, step)))
+    for user, what in passed.items():
+        if user not in started and user not in conditions:
+            reach.passed_over[what] = reach.passed_over.get(what, 0) + 1
+    reach.skipped = frozenset(skipped)
     return reach
 
 
@@ -132,7 +226,7 @@ def _judge(edge: Edge, node: Conditioned, index: LinkIndex) -> Conditioned | Ste
         else:
             passing = {p: c & verdict[p] for p, c in passing.items() if p in verdict}
     if passing is None:
-        return kept[0] if kept else "no call"
+        return kept[0]
     signature = _signature(user, index)
     passing = {p: c for p, c in passing.items() if c}
     if not passing or signature is None or "." in user.name:
@@ -228,39 +322,43 @@ def _values(unchanged: tuple[UnchangedFor, ...]) -> str:
 
 
 def conditioned_outcome(reach: ArgumentReach, label: str, kind: str, index: LinkIndex) -> Outcome:
-    """What an edit that matters only for some values reaches: no effect, when every call
-    passes values it leaves alone; else, where the recording saw every user that may pass
-    another run (functions), what those users reach, the recording deciding as for any
-    changed function (a template or an entry among them: its own instances); else the
-    changed function, reached past the calls passing values it leaves alone, statically
-    (by call site: the recording sees what ran, not what it was passed)."""
+    """What an edit that matters only for some values reaches.
+
+    - Every user may be passed over, and the recording shows no run of it the code does not
+      explain: no effect, with the calls passed over.
+    - The recording saw the changed function run, and each user that may pass another value
+      (functions; a template or an entry among them reaches its own instances): what those
+      users reach, a pair counting only if it ran the user and the changed function.
+    - Else the changed function, reached past the calls passing values it leaves alone,
+      statically (by call site: the recording sees what ran, not what it was passed).
+
+    Recorded pairs that ran a conditioned function but no function the code shows calling
+    it are reached whichever way (`_unexplained`)."""
+    first = reach.changed_step
+    changed = Target.function(first.path, first.symbol)
+    observed = index.observed
+    unseen = _unexplained(reach, observed, index) if observed is not None else set()
+    why = Step(first.path, first.symbol, f"{first.how}; {UNEXPLAINED}")
+    extra = [link for link in [_pairs_link(unseen, (why,), index)] if link is not None]
     passed = ", ".join(f"{n} passing {what}" for what, n in sorted(reach.passed_over.items()))
-    if not reach.starts:
+    if not reach.starts and not extra:
         return Outcome(
             no_effect=f"{label}: it changed only for values no caller passes ({passed or 'no call'})"
         )
-    first = reach.starts[0].evidence[0]  # the change's own step, saying which values
-    how = f"{first.how}; users left out: {passed}" if passed else first.how
-    observed = index.observed
     functions = [s for s in reach.starts if s.target.kind == "function"]
     roots = [s for s in reach.starts if s.target.kind in ROOT_KINDS]
     if (
         observed is not None
+        and seen_running(observed, changed)
         and len(functions) + len(roots) == len(reach.starts)
         and all(recording_saw(observed, s) for s in functions)
     ):
-        own = [_instances(s.target, s.evidence, index) for s in roots]
-        unseen = _unexplained(reach, observed, index)
-        if unseen:
-            why = Step(first.path, first.symbol, f"{first.how}; {UNEXPLAINED}")
-            own.append(_pairs_link(unseen, (why,), index))
-        links = [link for link in own if link is not None]
-        changed = Target.function(first.path, first.symbol)
+        own = [link for s in roots if (link := _instances(s.target, s.evidence, index))]
         through = [replace(link, ran_with=changed) for link in functions]
-        return Outcome(links=[*through, *links], kind=kind)
-    changed = Target.function(first.path, first.symbol)
+        return Outcome(links=[*through, *own, *extra], kind=kind)
+    how = f"{first.how}; users left out: {passed}" if passed else first.how
     link = Link(changed, (replace(first, how=how),), by_call_site=True, passed_over=reach.skipped)
-    return Outcome(links=[link], kind=kind)
+    return Outcome(links=[link, *extra] if reach.starts else extra, kind=kind)
 
 
 def _instances(root: Target, evidence: tuple[Step, ...], index: LinkIndex) -> Link | None:
@@ -277,23 +375,19 @@ UNEXPLAINED = "recorded pairs ran it, but none of the callers the code shows (ca
 def _unexplained(reach: ArgumentReach, observed: ObservedMap, index: LinkIndex) -> set[Pair]:
     """The recorded pairs that ran the changed function, or one conditioned in turn,
     without running any function the code shows calling it: it was called some way the
-    code does not show (a name looked up at run time), with values not known."""
+    code does not show (a name looked up at run time), with values not known. A caller the
+    recording's warm-up ran stands for every pair, so it explains none of them."""
     found: set[Pair] = set()
     for node in reach.conditioned:
-        ran = _ran(observed, node)
+        ran = ran_pairs(observed, node)
         for edge in index.graph.users.get(node, ()):
             if not ran:
                 break
-            if edge.user.kind == "function":
-                ran -= _ran(observed, edge.user)
+            user = edge.user
+            if user.kind == "function" and not observed.warmed_up(user.path, user.name):
+                ran -= ran_pairs(observed, user)
         found |= ran
     return found
-
-
-def _ran(observed: ObservedMap, target: Target) -> set[Pair]:
-    path, name = target.path, target.name
-    eager = observed.pairs_running_function(path, name)
-    return eager | observed.pairs_running_function(path, name, compiled=True)
 
 
 def _pairs_link(pairs: set[Pair], evidence: tuple[Step, ...], index: LinkIndex) -> Link | None:

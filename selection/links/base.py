@@ -121,7 +121,8 @@ class Link:
     # (selection.links.argument_reach): not followed (with `by_call_site`).
     passed_over: frozenset[tuple[Target, Target]] = frozenset()
     # The changed function the target runs the change through (a caller passing it a value
-    # the change matters for): the recording counts only pairs that ran both.
+    # the change matters for): the recording counts only pairs that ran both (each in any
+    # path).
     ran_with: Target | None = None
 
 

@@ -438,17 +438,19 @@ def _saw(observed: ObservedMap, questions: list[Asked]) -> bool:
 def seen_running(observed: ObservedMap, target: Target) -> bool:
     """Did any recorded pair run it (in any path)? Only then can the recording say which
     pairs do not."""
+    return bool(ran_pairs(observed, target))
+
+
+def ran_pairs(observed: ObservedMap, target: Target) -> set[Pair]:
+    """The recorded pairs that ran a function or an ATen op, in any path."""
     if target.kind == "function":
-        return bool(
-            observed.pairs_running_function(target.path, target.name)
-            or observed.pairs_running_function(target.path, target.name, compiled=True)
-        )
+        path, name = target.path, target.name
+        eager = observed.pairs_running_function(path, name)
+        return eager | observed.pairs_running_function(path, name, compiled=True)
     if target.kind == "aten":
-        return bool(
-            observed.pairs_running_aten(target.aten_base)
-            or observed.pairs_running_aten(target.aten_base, compiled=True)
-        )
-    return False
+        eager = observed.pairs_running_aten(target.aten_base)
+        return eager | observed.pairs_running_aten(target.aten_base, compiled=True)
+    return set()
 
 
 def _union(ran: Iterable[tuple[set[Pair], set[Pair]]]) -> tuple[set[Pair], set[Pair]]:
@@ -479,8 +481,11 @@ def _observed_pairs(
             eager |= observed.pairs_running_aten(target.aten_base)
             compiled |= observed.pairs_running_aten(target.aten_base, compiled=True)
     if ran_with is not None:
-        eager &= observed.pairs_running_function(ran_with.path, ran_with.name)
-        compiled &= observed.pairs_running_function(ran_with.path, ran_with.name, True)
+        # in either path: the map lists a function under compiled paths only where no
+        # eager path of the pair ran it
+        both = ran_pairs(observed, ran_with)
+        eager &= both
+        compiled &= both
     return eager, compiled - eager
 
 

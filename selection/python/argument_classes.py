@@ -26,6 +26,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from selection.pyast import own_nodes
+from selection.python.receivers import bound_by
+
 CALLABLE = "f"
 NONE = "n"
 TEXT = "s"
@@ -47,13 +50,20 @@ CallShape = tuple[str, ...]
 class Signature:
     """A function's parameters as a call binds them: `positional` (positional-only, then
     plain), `keyword_only`; the code (module docstring) of each default value; whether it
-    takes `*args` or `**kwargs`."""
+    takes `*args` or `**kwargs`; how many of `positional` are positional-only (a keyword of
+    that name goes to `**kwargs`)."""
 
     positional: tuple[str, ...]
     keyword_only: tuple[str, ...] = ()
     defaults: tuple[tuple[str, str], ...] = ()
     varargs: bool = False
     varkw: bool = False
+    positional_only: int = 0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every parameter's name (`*args` and `**kwargs` not named)."""
+        return (*self.positional, *self.keyword_only)
 
     def default(self, name: str) -> str | None:
         """The code of `name`'s default value; None when it has none (it must be passed)."""
@@ -68,6 +78,7 @@ def signature_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> S
         tuple((a.arg, _intern(value_code(value))) for a, value in parameter_defaults(args)),
         args.vararg is not None,
         args.kwarg is not None,
+        len(args.posonlyargs),
     )
 
 
@@ -108,46 +119,46 @@ def passed_on(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str
     `nonlocal`). `*args` and `**kwargs` are never passed on whole."""
     args = function.args
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    return frozenset(params - set(_bindings(function)))
+    return frozenset(params - bound_names(function))
 
 
 def callable_names(
     function: ast.FunctionDef | ast.AsyncFunctionDef, module_functions: frozenset[str]
 ) -> frozenset[str]:
     """The names that hold a function wherever the function's code reads them: a function
-    it defines once and binds no other way, and one the module defines (`module_functions`)
-    that it does not bind at all."""
-    args = function.args
+    its own code defines once (not one a nested function or class defines) and binds no
+    other way anywhere in it, and one the module defines once (`module_functions`) that
+    the function does not bind at all."""
     bound = Counter(_bindings(function))
-    bound.update(a.arg for a in _own_args(args))
-    nested = {
+    bound.update(a.arg for a in _own_args(function.args))
+    own = {
         node.name
-        for node in ast.walk(function)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not function
+        for node in own_nodes(function.body)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and bound[node.name] == 1
     }
-    own = {name for name in nested if bound[name] == 1}
     return frozenset(own | {name for name in module_functions if name not in bound})
+
+
+def bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """Every name the function's code binds, nested code included (`_bindings`)."""
+    return frozenset(_bindings(function))
 
 
 def _bindings(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[str]:
     """Each binding of a name in the function's code, nested code included, but not its own
-    parameters: an assignment, a loop or `with` target, `del`, an import, a nested
-    function's, lambda's or comprehension's parameter or target, a nested definition,
-    `global` and `nonlocal`."""
+    parameters: an assignment, a loop, `with` or comprehension target, `del`, a walrus,
+    an import, a nested function's or lambda's parameter, a nested definition, an
+    `except ... as`, a `match` capture, `global` and `nonlocal`."""
     own = _own_args(function.args)
     for node in ast.walk(function):
+        if node is function:
+            continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             yield node.id
         elif isinstance(node, ast.arg) and not any(node is a for a in own):
             yield node.arg  # a nested function's or lambda's parameter
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            yield from node.names
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield from ((a.asname or a.name).split(".", 1)[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler):
-            yield node.name or ""
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield "" if node is function else node.name
+        else:
+            yield from bound_by(node)
 
 
 def _own_args(args: ast.arguments) -> list[ast.arg]:
@@ -197,14 +208,14 @@ def text_positions(shape: CallShape) -> tuple[int, ...]:
     return tuple(found)
 
 
-def passed(shape: CallShape, signature: Signature, name: str, receiver: bool = False) -> str | None:
+def passed(shape: CallShape, signature: Signature, name: str) -> str | None:
     """The code of what a call of that shape passes for parameter `name` of a function with
-    that signature (`receiver`: a method called on an instance, which fills the first
-    positional parameter); `default:<code>` when it leaves it out (the default's code);
-    None when that cannot be told (past a `*args` or `**kwargs`, or a call that passes it
-    twice, which raises)."""
-    positional = signature.positional[1:] if receiver else signature.positional
+    that signature; `default:<code>` when it leaves it out (the default's code); None when
+    that cannot be told (past a `*args` or `**kwargs`, or a call that passes it twice,
+    which raises)."""
+    positional = signature.positional
     place = positional.index(name) if name in positional else None
+    by_keyword = place is None or place >= signature.positional_only
     given: list[str] = []
     for position, code in enumerate(shape):
         if code == STARRED:
@@ -215,7 +226,7 @@ def passed(shape: CallShape, signature: Signature, name: str, receiver: bool = F
             return None
         keyword, equals, value = code.partition("=")
         if equals:
-            if keyword == name:
+            if keyword == name and by_keyword:
                 given.append(value)
         elif position == place:
             given.append(code)

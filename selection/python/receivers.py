@@ -95,9 +95,11 @@ class Scope(NamedTuple):
     # what holds its own values there: `bound` less what it imports or declares `global` or
     # `nonlocal` (a module's `check` read where `check = x > 1` was assigned is that bool)
     local: frozenset[str]
+    declared_global: frozenset[str]  # the module's names there, whatever else binds them
 
 
-_NOT_LOCAL = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
+_IMPORTS = (ast.Import, ast.ImportFrom)
+_NOT_LOCAL = (*_IMPORTS, ast.Global, ast.Nonlocal)
 
 
 def scope_names(
@@ -115,8 +117,11 @@ def scope_names(
     own = {a.arg for a in (*params, *stars)}
     rebound = frozenset({name for name, _, _ in bindings} | own)
     declared = {n for x in nodes if isinstance(x, (ast.Global, ast.Nonlocal)) for n in x.names}
+    module = frozenset(n for x in nodes if isinstance(x, ast.Global) for n in x.names)
     assigned = {name for name, _, node in bindings if not isinstance(node, _NOT_LOCAL)}
-    local = frozenset((assigned | own) - declared)
+    # a name imported there may be assigned a fallback too (`except ImportError: f = None`)
+    imported = {name for name, _, node in bindings if isinstance(node, _IMPORTS)}
+    local = frozenset((assigned | own) - declared - imported)
     shadowed = rebound | set(module_names)
     verdicts: dict[str, bool] = {}
 
@@ -131,7 +136,8 @@ def scope_names(
         bind(name, value is not None and is_plain_value(value, shadowed, value_modules, rebound))
     for name in _nonlocal_in_nested(nodes):
         bind(name, False)  # a nested function may assign it anything
-    return Scope(frozenset(name for name, plain in verdicts.items() if plain), rebound, local)
+    plain = frozenset(name for name, plain in verdicts.items() if plain)
+    return Scope(plain, rebound, local, module)
 
 
 def is_plain_literal(node: ast.expr) -> bool:
@@ -246,6 +252,11 @@ def _is_value_module_call(
         and head.id in value_modules
         and head.id not in shadowed
     )
+
+
+def bound_by(node: ast.AST) -> Iterator[str]:
+    """The names one node binds in the scope it stands in (`_bindings`)."""
+    return (name for name, _ in _bindings(node))
 
 
 def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:

@@ -12,17 +12,25 @@ parameter holds such a value: 2.14's `_check_with` formats a message that is not
 where 2.13 raised TypeError, and is the same as before for a lambda and for None.
 
 Only a parameter no code of the function binds again is specialized (argument_classes.
-passed_on), in a function whose parameters, by name, kind and order, did not change.
+passed_on), only the body (not the decorators, nor the defaults of other parameters, which
+read the module's names), and only in a function whose parameters, by name, kind and order,
+did not change, that does not call itself (its recursive call would pass its own values),
+and whose two revisions bind the same names in their own scope, declare the same `global`
+and `nonlocal` names and are alike generators or not (what a cut branch binds or yields
+still counts). `callable` and `isinstance`, and the builtin types an `isinstance` names,
+are answered only where neither the function nor the module binds those names
+(`module_names`); of other types, only `torch.Tensor` and the symbolic numbers, which no
+literal and no lambda is.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from selection.model import UnchangedFor
-from selection.pyast import FUNCTION_DEFS, normalized_fingerprint
+from selection.pyast import FUNCTION_DEFS, normalized_fingerprint, own_nodes
 from selection.python.argument_classes import (
     BOOL,
     BYTES,
@@ -32,15 +40,20 @@ from selection.python.argument_classes import (
     INT,
     NONE,
     TEXT,
+    bound_names,
     parameter_defaults,
     passed_on,
     signature_of,
 )
+from selection.python.receivers import bound_by
 
 
-def unchanged_for(old: list[ast.AST], new: list[ast.AST]) -> tuple[UnchangedFor, ...]:
+def unchanged_for(
+    old: list[ast.AST], new: list[ast.AST], module_names: frozenset[str] = frozenset()
+) -> tuple[UnchangedFor, ...]:
     """Per parameter, the classes of values for which the two revisions of one function
-    behave alike; empty when none is known (or the two are not one function each)."""
+    behave alike; empty when none is known (or the two are not one function each).
+    `module_names`: what the module binds at its top level."""
     if len(old) != 1 or len(new) != 1:
         return ()
     before, after = old[0], new[0]
@@ -48,16 +61,16 @@ def unchanged_for(old: list[ast.AST], new: list[ast.AST]) -> tuple[UnchangedFor,
         return ()
     if _parameters(before) != _parameters(after):
         return ()
+    if _calls_itself(before) or _calls_itself(after):
+        return ()
+    shadowed = module_names | bound_names(before) | bound_names(after)
     found: list[UnchangedFor] = []
     candidates = passed_on(before) & passed_on(after)
     for param in sorted(candidates):
         if not (_asked_about(before, param) or _asked_about(after, param)):
             continue  # specialized, both stay as they are: they differ still
         classes = frozenset(
-            c
-            for c in CLASSES
-            if normalized_fingerprint([specialized(before, param, c)])
-            == normalized_fingerprint([specialized(after, param, c)])
+            c for c in CLASSES if _alike(before, after, specialized_pair(param, c, shadowed))
         )
         if classes:
             found.append(UnchangedFor(param, classes, _same_default(before, after, param, classes)))
@@ -73,6 +86,55 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[object, .
         tuple(a.arg for a in args.kwonlyargs),
         stars,
     )
+
+
+Specialize = Callable[[ast.AST], ast.AST]
+
+
+def specialized_pair(param: str, code: str, shadowed: frozenset[str]) -> Specialize:
+    return lambda node: specialized(node, param, code, shadowed)
+
+
+def _alike(before: ast.AST, after: ast.AST, specialize: Specialize) -> bool:
+    """The two revisions, specialized, are the same code, and cutting changed what neither
+    does: no name it made no longer local is read, no `global`/`nonlocal` or `yield`
+    went with the cut code."""
+    old, new = specialize(before), specialize(after)
+    if not (_cut_safely(before, old) and _cut_safely(after, new)):
+        return False
+    return normalized_fingerprint([old]) == normalized_fingerprint([new])
+
+
+def _cut_safely(original: ast.AST, cut: ast.AST) -> bool:
+    bound, declared, pauses = _scope(original)
+    left, left_declared, left_pauses = _scope(cut)
+    if (declared, pauses) != (left_declared, left_pauses):
+        return False
+    read = {n.id for n in ast.walk(cut) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return not ((bound - left) & read)
+
+
+def _scope(node: ast.AST) -> tuple[frozenset[str], frozenset[str], bool]:
+    """What a function's own code makes of its scope, wherever it stands: the names it
+    binds, those it declares `global` or `nonlocal`, whether it yields or awaits."""
+    own = list(own_nodes(getattr(node, "body", []), comprehensions=False))
+    declared = {n for x in own if isinstance(x, (ast.Global, ast.Nonlocal)) for n in x.names}
+    stored = {n.id for n in own if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    params = set(signature_of(node).names) if isinstance(node, FUNCTION_DEFS) else set()
+    bound = stored | params | {name for x in own for name in bound_by(x)}
+    pauses = any(isinstance(x, (ast.Yield, ast.YieldFrom, ast.Await)) for x in own)
+    return frozenset(bound), frozenset(declared), pauses
+
+
+def _calls_itself(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A call naming the function (`f(...)`, `torch.f(...)`, `self.f(...)`) in its code."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name == node.name:
+                return True
+    return False
 
 
 def _same_default(
@@ -118,15 +180,25 @@ def _tests(node: ast.AST) -> Iterator[ast.expr]:
         yield from node.ifs
 
 
-def specialized(node: ast.AST, param: str, code: str) -> ast.AST:
-    """A copy of the function with what its code asks of `param` answered for a value of
-    class `code`, the branches so decided cut, and its default for `param` left out."""
+def specialized(
+    node: ast.AST, param: str, code: str, shadowed: frozenset[str] = frozenset()
+) -> ast.AST:
+    """A copy of the function with what its body asks of `param` answered for a value of
+    class `code` (builtins named in `shadowed` are not answered for), the branches so
+    decided cut, and its default for `param` left out."""
     shell = copy.deepcopy(node)
-    if isinstance(shell, FUNCTION_DEFS):
-        default = _default(shell, param)
-        if default is not None:
-            _blank(shell, default)
-    return _Specializer(param, code).visit(shell)
+    if not isinstance(shell, FUNCTION_DEFS):
+        return shell
+    default = _default(shell, param)
+    if default is not None:
+        _blank(shell, default)
+    specializer = _Specializer(param, code, shadowed)
+    body = [specializer.visit(stmt) for stmt in shell.body]
+    flat = [
+        s for item in body if item is not None for s in (item if isinstance(item, list) else [item])
+    ]
+    shell.body = _reachable(flat)
+    return shell
 
 
 def _blank(function: ast.FunctionDef | ast.AsyncFunctionDef, default: ast.expr) -> None:
@@ -146,25 +218,36 @@ _INSTANCES = {
     "int": {BOOL, INT},
     "float": {FLOAT},
     "object": set(CLASSES),
+    **{name: set() for name in ("list", "tuple", "dict", "set", "frozenset", "complex")},
 }
-_NEVER_ONE = frozenset(
-    {"list", "tuple", "dict", "set", "frozenset", "complex", "Tensor", "SymInt", "SymFloat"}
-    | {"SymBool"}
-)
+# Builtin types no value of these classes is, and torch's that none is (`torch.Tensor`).
+_NEVER_ONE = frozenset({"Tensor", "SymInt", "SymFloat", "SymBool"})
 
 
-def _isinstance(types: ast.expr, code: str) -> bool | None:
+def _isinstance(types: ast.expr, code: str, shadowed: frozenset[str]) -> bool | None:
+    """True if a type the test names holds the value, False if none does, None when a type
+    it names is not known."""
     items = types.elts if isinstance(types, ast.Tuple) else [types]
-    answers: list[bool] = []
-    for item in items:
-        name = item.attr if isinstance(item, ast.Attribute) else getattr(item, "id", None)
-        if name in _INSTANCES:
-            answers.append(code in _INSTANCES[name])
-        elif name in _NEVER_ONE:
-            answers.append(False)
-        else:
-            return None
-    return any(answers)
+    answers = [_is_instance(item, code, shadowed) for item in items]
+    if True in answers:
+        return True
+    return None if None in answers else False
+
+
+def _is_instance(item: ast.expr, code: str, shadowed: frozenset[str]) -> bool | None:
+    """`isinstance(value, item)` for a value of class `code`, where the name tells."""
+    if isinstance(item, ast.Name):
+        name = item.id if item.id not in shadowed else ""
+    elif isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
+        module, name = item.value.id, item.attr
+        if module == "torch" and name in _NEVER_ONE:
+            return False
+        name = name if module == "builtins" and module not in shadowed else ""
+    else:
+        return None
+    if name in _INSTANCES:
+        return code in _INSTANCES[name]
+    return None
 
 
 def _predicate_argument(call: ast.Call) -> str | None:
@@ -199,9 +282,10 @@ _TRUTH = {NONE: False, CALLABLE: True}
 
 
 class _Specializer(ast.NodeTransformer):
-    def __init__(self, param: str, code: str) -> None:
+    def __init__(self, param: str, code: str, shadowed: frozenset[str]) -> None:
         self.param = param
         self.code = code
+        self.shadowed = shadowed  # builtins the function or the module binds
 
     # -- what the code asks, answered ----------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -209,9 +293,11 @@ class _Specializer(ast.NodeTransformer):
         if _predicate_argument(node) != self.param:
             return node
         func = node.func
-        if isinstance(func, ast.Name) and func.id == "callable":
+        if not isinstance(func, ast.Name) or func.id in self.shadowed:
+            return node
+        if func.id == "callable":
             return ast.Constant(self.code == CALLABLE)
-        answer = _isinstance(node.args[1], self.code)
+        answer = _isinstance(node.args[1], self.code, self.shadowed)
         return node if answer is None else ast.Constant(answer)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:

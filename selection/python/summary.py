@@ -142,7 +142,9 @@ def summarize(
     # a `sum` of its own; a `list` the receivers must not take for the builtin
     defined = frozenset({q for q in symbols if "." not in q} | summary.bindings.keys())
     value_modules = value_module_names(summary.bindings)
-    functions = frozenset(q for q, s in symbols.items() if s.kind == "function" and "." not in q)
+    functions = frozenset(
+        q for q, s in symbols.items() if s.kind == "function" and "." not in q and len(s.nodes) == 1
+    )  # defined once, and bound no other way at the top level
     for qualname, symbol in symbols.items():
         collector = _UseCollector(tests, defined, value_modules, functions)
         for node in symbol.nodes:
@@ -293,7 +295,8 @@ class _UseCollector:
         self._in_place: list[frozenset[str]] = []  # per body entered: runs_in_place
         self._plain: list[frozenset[str]] = []  # per body entered: its plain-value names
         self._bound: list[frozenset[str]] = []  # per function entered: the names it binds
-        self._local: list[frozenset[str]] = []  # per function entered: its local names
+        # per function entered: its local names, and those it declares `global`
+        self._local: list[tuple[frozenset[str], frozenset[str]]] = []
         self._at_root = False  # the symbol's own def comes next: its body is nesting 0
         self._passing: frozenset[str] = frozenset()  # the symbol's parameters passed on
         self._callables: frozenset[str] = frozenset()  # names holding a function there
@@ -448,8 +451,16 @@ class _UseCollector:
             self._visit(child, "reference")
 
     def _is_local(self, name: str) -> bool:
-        """A name of the module's that a function around the code binds as its own."""
-        return name in self.module_names and any(name in local for local in self._local)
+        """A name of the module's that the innermost function around the code binding it
+        binds as its own (not one declaring it `global` on the way out)."""
+        if name not in self.module_names:
+            return False
+        for local, declared_global in reversed(self._local):
+            if name in declared_global:
+                return False
+            if name in local:
+                return True
+        return False
 
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         root, self._at_root = self._at_root, False
@@ -488,7 +499,7 @@ class _UseCollector:
         scope = scope_names(args, body, self.module_names, modules)
         self._plain.append(scope.plain)
         self._bound.append(scope.bound)
-        self._local.append(scope.local)
+        self._local.append((scope.local, scope.declared_global))
         for stmt in body:
             self._visit(stmt, "reference")
         self._local.pop()

@@ -100,7 +100,7 @@ def test_only_the_call_passing_text_reaches_the_2_14_check_with_edit(
     state = select_head(upstream, manifest, head, tmp_path)
     assert _ops(state) == {"mul"}  # add passes a lambda; the unary ops one through a helper
     steps = _evidence(state)
-    assert any("as before where message is a lambda or None" in s for s in steps)
+    assert any("as before where message is a callable or None" in s for s in steps)
 
 
 def test_an_edit_no_call_can_reach_has_no_effect_and_says_why(
@@ -122,7 +122,7 @@ def test_an_edit_no_call_can_reach_has_no_effect_and_says_why(
     assert not state.candidates
     assert state.mapped is not None
     reasons = [r for r in state.mapped.no_effect if "_check_with" in r]
-    assert reasons and "no caller passes" in reasons[0] and "a lambda as message" in reasons[0]
+    assert reasons and "no caller passes" in reasons[0] and "a callable as message" in reasons[0]
 
 
 def test_leaving_out_an_argument_whose_default_the_edit_leaves_alone_is_no_use(
@@ -152,5 +152,101 @@ def test_the_recording_narrows_to_pairs_that_ran_both_the_caller_and_the_edit(
     state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
     assert ("mul", "float32") in linked_ops(state)
     assert ("add", "float32") not in linked_ops(state)
+    assert ("exp", "float32") in linked_ops(state)
+    assert any("none of the callers the code shows" in s for s in _evidence(state))
+
+
+def _select_onto(
+    upstream: UpstreamRepo,
+    manifest: Path,
+    tmp_path: Path,
+    base: list[tuple[str, str, str]],
+    head: list[tuple[str, str, str]],
+    deps: str = "none",
+) -> PipelineState:
+    """A selection from the fixture's base with `base` edits committed, to that with `head`
+    edits too ((path, old, new) each); the repository is put back afterwards."""
+    upstream.reset()
+    for edit in base:
+        upstream.edit(*edit)
+    start = upstream.commit("the scenario's base")
+    for edit in head:
+        upstream.edit(*edit)
+    end = upstream.commit("the scenario's change")
+    old_base, upstream.base = upstream.base, start
+    try:
+        return select_head(upstream, manifest, end, tmp_path, deps=deps)
+    finally:
+        upstream.base = old_base
+        upstream.reset()
+
+
+INIT, LAMBDA_MUL = "torch/__init__.py", (DB, '"mul needs a dtype"', 'lambda: "mul needs a dtype"')
+EDIT = (INIT, RAISED, FORMATTED)
+
+
+def test_a_user_reached_from_two_changed_functions_holds_to_both_conditions(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`_check_both` passes `msg` to `_check_with` and `other` to `_check`: mul passing a
+    lambda as `msg` and a str as `other` reaches the edit through `_check`."""
+    both = (
+        "\n\ndef _check_both(cond, msg, other):\n"
+        "    _check_with(RuntimeError, cond, msg)\n    _check(cond, other)\n"
+    )
+    call = 'torch._check_both(dtype is not None, lambda: "m", "mul needs a dtype")'
+    state = _select_onto(
+        upstream, manifest, tmp_path,
+        [(INIT, "    return x\n", "    return x\n" + both),
+         (DB, 'torch._check(dtype is not None, "mul needs a dtype")', call)],
+        [EDIT],
+    )  # fmt: skip
+    assert _ops(state) == {"mul"}
+
+
+def test_an_edit_whose_own_code_passes_a_value_it_changed_reaches_every_caller(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Under `message is None`, `_check_with` calls `_default_message`, which calls it with
+    a str: leaving the message out (add's, the unary ops') runs the edit too."""
+    default = (
+        "\n\ndef _default_message(error_type):\n"
+        '    _check_with(error_type, False, "Expected cond to be True")\n'
+    )
+    state = _select_onto(
+        upstream, manifest, tmp_path,
+        [(INIT, "    return x\n", "    return x\n" + default),
+         (INIT, '        message_evaluated = "Expected cond to be True, but got False."',
+          "        return _default_message(error_type)"),
+         LAMBDA_MUL,
+         (DB, 'torch._check(dtype is not None, lambda: "add needs a dtype")',
+          "torch._check(dtype is not None)")],
+        [EDIT],
+    )  # fmt: skip
+    # every caller reaches it (here past the limit a tiny scope sets: the broad answer)
+    assert "add" in {c.instance.op for c in state.candidates.values()}
+    assert not any("as before where" in s for s in _evidence(state))
+
+
+def test_a_recording_that_never_saw_the_edit_run_leaves_the_answer_static(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """The recording ran mul's samples (float32) but never `_check_with`: it cannot narrow,
+    so both of mul's dtypes run, as statically."""
+    functions = {("opinfo", "mul", "float32"): [f"{DB}::sample_inputs_mul"]}
+    deps = recorded_map(tmp_path, functions)
+    head = upstream.change(*EDIT)
+    state = select_head(upstream, manifest, head, tmp_path, deps=str(deps))
+    assert {("mul", "float16"), ("mul", "float32")} <= linked_ops(state)
+
+
+def test_recorded_runs_no_caller_explains_are_kept_when_no_caller_reaches_the_edit(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """Every caller passes a lambda, but exp's pair ran `_check` with no caller the code
+    shows: exp runs, not "no effect"."""
+    check = [f"{INIT}::_check_with", f"{INIT}::_check"]
+    deps = recorded_map(tmp_path, {("opinfo", "exp", "float32"): check})
+    state = _select_onto(upstream, manifest, tmp_path, [LAMBDA_MUL], [EDIT], deps=str(deps))
     assert ("exp", "float32") in linked_ops(state)
     assert any("none of the callers the code shows" in s for s in _evidence(state))

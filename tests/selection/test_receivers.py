@@ -257,3 +257,46 @@ def test_a_module_name_a_function_or_an_enclosing_one_rebinds_is_no_module_there
     )
     assert ("<expr>", "expand") in chains and ("y", "expand") in chains
     assert ("<plain value>", "expand") in chains  # g's `stamp`, a float
+
+
+def _uses(source: str) -> dict[str, set[tuple[str, ...]]]:
+    from selection.python.names import ModuleNames
+    from selection.python.summary import summarize
+
+    text = textwrap.dedent(source)
+    summary = summarize("torch/m.py", ast.parse(text), text, ModuleNames(["torch/m.py"]))
+    return {q: {use.chain for use in uses} for q, uses in summary.uses.items()}
+
+
+def test_a_module_name_a_function_binds_itself_is_its_local_there() -> None:
+    """`check = x > 1` (upstream `_check_strides_helper`): reading `check` is no use of the
+    module's `check`; a name imported there (with an assigned fallback) and one declared
+    `global` in a nested function are the module's."""
+    uses = _uses(
+        """
+        def check(b, s): ...
+        def helper(x): ...
+
+        def strides(a):
+            check = a > 1
+            if check:
+                return check
+
+        def fallback(x):
+            try:
+                from torch.m import helper
+            except ImportError:
+                helper = None
+            return helper(x)
+
+        def outer(x):
+            check = 3
+            def inner():
+                global check
+                return check(x, "s")
+            return inner
+        """
+    )
+    assert ("check",) not in uses["strides"]
+    assert ("helper",) in uses["fallback"]
+    assert ("check",) in uses["outer"]

@@ -337,9 +337,9 @@ def conditioned_outcome(reach: ArgumentReach, label: str, kind: str, index: Link
     first = reach.changed_step
     changed = Target.function(first.path, first.symbol)
     observed = index.observed
-    unseen = _unexplained(reach, observed, index) if observed is not None else set()
+    unseen, eager = _unexplained(reach, observed, index) if observed else (set(), set())
     why = Step(first.path, first.symbol, f"{first.how}; {UNEXPLAINED}")
-    extra = [link for link in [_pairs_link(unseen, (why,), index)] if link is not None]
+    extra = [link for link in [_pairs_link(unseen, eager, (why,), index)] if link is not None]
     passed = ", ".join(f"{n} passing {what}" for what, n in sorted(reach.passed_over.items()))
     if not reach.starts and not extra:
         return Outcome(
@@ -372,29 +372,49 @@ def _instances(root: Target, evidence: tuple[Step, ...], index: LinkIndex) -> Li
 UNEXPLAINED = "recorded pairs ran it, but none of the callers the code shows (called another way)"
 
 
-def _unexplained(reach: ArgumentReach, observed: ObservedMap, index: LinkIndex) -> set[Pair]:
+def _unexplained(
+    reach: ArgumentReach, observed: ObservedMap, index: LinkIndex
+) -> tuple[set[Pair], set[Pair]]:
     """The recorded pairs that ran the changed function, or one conditioned in turn,
-    without running any function the code shows calling it: it was called some way the
-    code does not show (a name looked up at run time), with values not known. A caller the
-    recording's warm-up ran stands for every pair, so it explains none of them."""
+    without running anything the code shows calling it (a function, an op it is
+    registered for, an entry naming it): it was called some way the code does not show (a
+    name looked up at run time), with values not known; and those of them that ran it in
+    an eager path. A caller the recording's warm-up ran stands for every pair and explains
+    none of them."""
     found: set[Pair] = set()
+    eager: set[Pair] = set()
     for node in reach.conditioned:
         ran = ran_pairs(observed, node)
         for edge in index.graph.users.get(node, ()):
             if not ran:
                 break
-            user = edge.user
-            if user.kind == "function" and not observed.warmed_up(user.path, user.name):
-                ran -= ran_pairs(observed, user)
+            ran -= _explained(edge.user, ran, observed)
         found |= ran
-    return found
+        eager |= ran & observed.pairs_running_function(node.path, node.name)
+    return found, eager
 
 
-def _pairs_link(pairs: set[Pair], evidence: tuple[Step, ...], index: LinkIndex) -> Link | None:
-    """The instances of recorded pairs, as one link."""
+def _explained(user: Target, ran: set[Pair], observed: ObservedMap) -> set[Pair]:
+    """The pairs of `ran` a user running the conditioned function explains."""
+    if user.kind == "function":
+        return set() if observed.warmed_up(user.path, user.name) else ran_pairs(observed, user)
+    if user.kind == "aten":
+        return ran_pairs(observed, user)  # a kernel registered for the op: the op ran
+    if user.kind == "entry":
+        return {pair for pair in ran if pair[:2] == (user.scope, user.full_name)}
+    return set()
+
+
+def _pairs_link(
+    pairs: set[Pair], eager: set[Pair], evidence: tuple[Step, ...], index: LinkIndex
+) -> Link | None:
+    """The instances of recorded pairs, as one link: those that trace their op only, for a
+    pair that ran the code only in a compiled path."""
     ids = tuple(
         dict.fromkeys(
-            i.node_id for pair in sorted(pairs) for i in pair_instances(pair, False, index)
+            i.node_id
+            for pair in sorted(pairs)
+            for i in pair_instances(pair, pair not in eager, index)
         )
     )
     return Link(Target.instances("recorded runs", ids), evidence) if ids else None

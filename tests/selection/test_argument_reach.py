@@ -250,3 +250,22 @@ def test_recorded_runs_no_caller_explains_are_kept_when_no_caller_reaches_the_ed
     state = _select_onto(upstream, manifest, tmp_path, [LAMBDA_MUL], [EDIT], deps=str(deps))
     assert ("exp", "float32") in linked_ops(state)
     assert any("none of the callers the code shows" in s for s in _evidence(state))
+
+
+def test_what_explains_a_recorded_run_of_a_conditioned_function() -> None:
+    """A calling function that ran, an op it is registered for that ran, an entry naming it
+    explain a pair's run; a caller the warm-up ran explains none (it stands for all)."""
+    from selection.links.argument_reach import _explained
+    from selection.links.base import Target
+    from selection.observed import ObservedMap
+
+    observed = ObservedMap(torch_version="9.1.0", device="spyre")
+    mul, add = ("opinfo", "mul", "float32"), ("opinfo", "add", "float32")
+    observed.add(mul, ["mm.default"], [f"{DB}::sample_inputs_mul"])
+    observed.add(add, [], [])
+    observed.baseline["functions"].add(f"{INIT}::_check")
+    ran = {mul, add}
+    assert _explained(Target.function(DB, "sample_inputs_mul"), ran, observed) == {mul}
+    assert _explained(Target.aten("mm"), ran, observed) == {mul}
+    assert _explained(Target.entry("opinfo", "add"), ran, observed) == {add}
+    assert _explained(Target.function(INIT, "_check"), ran, observed) == set()

@@ -275,10 +275,16 @@ def _may_run(step: Step, shape: CallShape, node: Conditioned) -> Step:
 
 def _call_sites(edge: Edge, index: LinkIndex) -> list[CallShape] | None:
     """What each of the user's calls of the used function passes; None when some use of it
-    there is no call whose arguments were read (or the user is no Python code)."""
-    user, used = edge.user, edge.used
-    if edge.kind != "call" or user.kind != "function":
+    there is no call whose arguments were read (or the user is no Python code). Read once
+    per edge (both passes of the walk ask)."""
+    if edge.kind != "call" or edge.user.kind != "function":
         return None
+    key = (edge.user, edge.used)
+    return index.memo_per("argument_reach.call_sites", key, lambda: _read_sites(edge, index))
+
+
+def _read_sites(edge: Edge, index: LinkIndex) -> list[CallShape] | None:
+    user, used = edge.user, edge.used
     summary = index.explorer.summary(user.path)
     if summary is None:
         return None

@@ -64,13 +64,22 @@ def unchanged_for(
     if _calls_itself(before) or _calls_itself(after):
         return ()
     shadowed = module_names | bound_names(before) | bound_names(after)
+    scopes = _scope(before), _scope(after)
     found: list[UnchangedFor] = []
     candidates = passed_on(before) & passed_on(after)
     for param in sorted(candidates):
-        if not (_asked_about(before, param) or _asked_about(after, param)):
+        questions = {**_questions(before, param), **_questions(after, param)}
+        if not questions:
             continue  # specialized, both stay as they are: they differ still
+        # classes the function's questions answer alike give the same code: once each
+        groups: dict[tuple[bool | None, ...], list[str]] = {}
+        for code in CLASSES:
+            groups.setdefault(_answers(code, questions, shadowed), []).append(code)
         classes = frozenset(
-            c for c in CLASSES if _alike(before, after, specialized_pair(param, c, shadowed))
+            code
+            for codes in groups.values()
+            if _alike(before, after, specialized_pair(param, codes[0], shadowed), scopes)
+            for code in codes
         )
         if classes:
             found.append(UnchangedFor(param, classes, _same_default(before, after, param, classes)))
@@ -95,18 +104,23 @@ def specialized_pair(param: str, code: str, shadowed: frozenset[str]) -> Special
     return lambda node: specialized(node, param, code, shadowed)
 
 
-def _alike(before: ast.AST, after: ast.AST, specialize: Specialize) -> bool:
+Scope = tuple[frozenset[str], frozenset[str], bool]
+
+
+def _alike(
+    before: ast.AST, after: ast.AST, specialize: Specialize, scopes: tuple[Scope, Scope]
+) -> bool:
     """The two revisions, specialized, are the same code, and cutting changed what neither
     does: no name it made no longer local is read, no `global`/`nonlocal` or `yield`
-    went with the cut code."""
+    went with the cut code (`scopes`: the two revisions' own, `_scope`)."""
     old, new = specialize(before), specialize(after)
-    if not (_cut_safely(before, old) and _cut_safely(after, new)):
+    if not (_cut_safely(scopes[0], old) and _cut_safely(scopes[1], new)):
         return False
     return normalized_fingerprint([old]) == normalized_fingerprint([new])
 
 
-def _cut_safely(original: ast.AST, cut: ast.AST) -> bool:
-    bound, declared, pauses = _scope(original)
+def _cut_safely(original: Scope, cut: ast.AST) -> bool:
+    bound, declared, pauses = original
     left, left_declared, left_pauses = _scope(cut)
     if (declared, pauses) != (left_declared, left_pauses):
         return False
@@ -114,7 +128,7 @@ def _cut_safely(original: ast.AST, cut: ast.AST) -> bool:
     return not ((bound - left) & read)
 
 
-def _scope(node: ast.AST) -> tuple[frozenset[str], frozenset[str], bool]:
+def _scope(node: ast.AST) -> Scope:
     """What a function's own code makes of its scope, wherever it stands: the names it
     binds, those it declares `global` or `nonlocal`, whether it yields or awaits."""
     own = list(own_nodes(getattr(node, "body", []), comprehensions=False))
@@ -155,17 +169,45 @@ def _default(node: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.ex
     return next((d for a, d in parameter_defaults(node.args) if a.arg == param), None)
 
 
-def _asked_about(node: ast.AST, param: str) -> bool:
-    """Whether the function's code asks something of `param` that a class can answer."""
+Questions = dict[tuple[str, str], ast.expr | None]
+
+
+def _questions(node: ast.AST, param: str) -> Questions:
+    """What the function's code asks of `param` that a class can answer: `callable`,
+    `none`, `truth` (each keyed with ""), and per type an `isinstance` names, `isinstance`
+    keyed with the type's text (the type's node as the value)."""
+    found: Questions = {}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call) and _predicate_argument(sub) == param:
-            return True
+            func = sub.func
+            if isinstance(func, ast.Name) and func.id == "callable":
+                found["callable", ""] = None
+            else:
+                types = sub.args[1]
+                for item in types.elts if isinstance(types, ast.Tuple) else [types]:
+                    found["isinstance", ast.unparse(item)] = item
         if isinstance(sub, ast.Compare) and _none_test(sub, param) is not None:
-            return True
+            found["none", ""] = None
         for test in _tests(sub):
             if isinstance(test, ast.Name) and test.id == param:
-                return True
-    return False
+                found["truth", ""] = None
+    return found
+
+
+def _answers(code: str, questions: Questions, shadowed: frozenset[str]) -> tuple[bool | None, ...]:
+    """How a value of class `code` answers the questions, in a fixed order."""
+    answers: list[bool | None] = []
+    for key in sorted(questions):
+        question, item = key[0], questions[key]
+        if question == "callable":
+            answers.append(code == CALLABLE)
+        elif question == "none":
+            answers.append(code == NONE)
+        elif question == "truth":
+            answers.append(_TRUTH.get(code))
+        elif item is not None:
+            answers.append(_is_instance(item, code, shadowed))
+    return tuple(answers)
 
 
 def _tests(node: ast.AST) -> Iterator[ast.expr]:

@@ -274,6 +274,13 @@ def _claims_hold(old: str, new: str) -> set[str]:
             "def f(p, n=0):\n    if p is None:\n        return f('x', 1)\n    return n + 1\n",
             set(),
         ),
+        # types spread from a tuple (`*torch.fx.node.base_types`) are not known, but a str
+        # is a str whatever else is named
+        (
+            "def f(p):\n    return 1 if isinstance(p, (str, *more)) else 2\n",
+            "def f(p):\n    return 1 if isinstance(p, (str, *more)) else 3\n",
+            {"s"},
+        ),
         # a known type decides a tuple that also names an unknown one
         (
             "def f(p):\n    return 1 if isinstance(p, (str, Unknown)) else 2\n",

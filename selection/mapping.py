@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from selection.links.argument_reach import values_note
 from selection.links.base import Link, LinkKind, Outcome, Step, Target
 from selection.links.cpp import CppLinks
 from selection.links.dtype_helpers import DtypeHelperLinks
@@ -110,6 +111,11 @@ def _items(changes: ChangeSet) -> Iterator[tuple[object, Cause]]:
             yield symbol, Cause("detect", "template", summary)
         elif symbol.failure_only:
             yield symbol, Cause("detect", FAILURE_PATH, f"{summary} {FAILURE_PATH_NOTE}")
+        elif symbol.unchanged_for:
+            yield (
+                symbol,
+                Cause("detect", "symbol", f"{summary} {values_note(symbol.unchanged_for)}"),
+            )
         elif symbol.op_list:
             note = f"(only its lists of ops: {op_list_text(symbol.op_list)})"
             yield symbol, Cause("detect", "symbol", f"{summary} {note}")

@@ -70,3 +70,7 @@ def main() -> None:
         click.echo("Aborted!", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":  # `python -m spyre_ci.cli` as `python -m spyre_ci`
+    main()

@@ -62,11 +62,10 @@ _CLASS_NAMES = {
 }
 
 
-def describe_classes(classes: frozenset[str], omitted: bool = False) -> str:
-    """`a lambda or None`, `..., or left out`: values a change leaves alone, in words."""
+def describe_classes(classes: frozenset[str]) -> str:
+    """`a callable or None`: classes of values, in words."""
     names = [_CLASS_NAMES[c] for c in CLASSES if c in classes]
-    said = " or ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " or " + names[-1]
-    return f"{said}, or left out" if omitted else said
+    return " or ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 @dataclass(frozen=True)
@@ -313,18 +312,40 @@ def conditioned_reach(change: SymbolChange, index: LinkIndex) -> ArgumentReach |
         return None
     summary = index.explorer.summary(change.path)
     signature = summary.signatures.get(change.qualname) if summary is not None else None
-    if signature is None or target not in index.graph:
+    if signature is None or target not in index.graph or _uses_itself(target, index):
         return None
-    step = Step(change.path, change.qualname, f"{change.kind} ({_values(change.unchanged_for)})")
+    values = _values(change.unchanged_for, signature)
+    step = Step(change.path, change.qualname, f"{change.kind} ({values})")
     changed = Conditioned(target, signature, change.unchanged_for, (step,))
     return index.memo_per("argument_reach", change, lambda: argument_reach(changed, index))
 
 
-def _values(unchanged: tuple[UnchangedFor, ...]) -> str:
-    """Which values an edit leaves alone, as the report says it."""
-    return "; ".join(
-        f"as before where {u.param} is " + describe_classes(u.classes, u.omitted) for u in unchanged
+def _uses_itself(target: Target, index: LinkIndex) -> bool:
+    """Its code calls it again (`torch._check_with(...)` inside `_check_with`), with values
+    of its own: the link graph keeps no edge from a function to itself, so it is read here."""
+    summary = index.explorer.summary(target.path)
+    if summary is None:
+        return True
+    resolver = index.explorer.resolver
+    return any(
+        target in resolver.resolve(summary, target.name, use.chain)
+        for use in summary.uses.get(target.name, ())
     )
+
+
+def _values(unchanged: tuple[UnchangedFor, ...], signature: Signature) -> str:
+    """Which values an edit leaves alone, as the report says it: "as before where message
+    is a callable or None"; for a parameter with a default, whether leaving it out does."""
+    said = []
+    for u in unchanged:
+        classes = describe_classes(u.classes)
+        if signature.default(u.param) is None:
+            said.append(f"as before where {u.param} is {classes}")
+        elif u.omitted:
+            said.append(f"as before where {u.param} is passed {classes}, or left out")
+        else:
+            said.append(f"as before where {u.param} is passed {classes}, not where left out")
+    return "; ".join(said)
 
 
 def conditioned_outcome(reach: ArgumentReach, label: str, kind: str, index: LinkIndex) -> Outcome:
@@ -351,20 +372,31 @@ def conditioned_outcome(reach: ArgumentReach, label: str, kind: str, index: Link
         return Outcome(
             no_effect=f"{label}: it changed only for values no caller passes ({passed or 'no call'})"
         )
-    functions = [s for s in reach.starts if s.target.kind == "function"]
-    roots = [s for s in reach.starts if s.target.kind in ROOT_KINDS]
+    # the change's own step says which values, and which users were left out
+    own_step = replace(first, how=f"{first.how}; users left out: {passed}") if passed else first
+    starts = [replace(s, evidence=(own_step, *s.evidence[1:])) for s in reach.starts]
+    functions = [s for s in starts if s.target.kind == "function"]
+    roots = [s for s in starts if s.target.kind in ROOT_KINDS]
     if (
         observed is not None
         and seen_running(observed, changed)
-        and len(functions) + len(roots) == len(reach.starts)
+        and len(functions) + len(roots) == len(starts)
         and all(recording_saw(observed, s) for s in functions)
     ):
         own = [link for s in roots if (link := _instances(s.target, s.evidence, index))]
         through = [replace(link, ran_with=changed) for link in functions]
         return Outcome(links=[*through, *own, *extra], kind=kind)
-    how = f"{first.how}; users left out: {passed}" if passed else first.how
-    link = Link(changed, (replace(first, how=how),), by_call_site=True, passed_over=reach.skipped)
-    return Outcome(links=[link, *extra] if reach.starts else extra, kind=kind)
+    link = Link(changed, (own_step,), by_call_site=True, passed_over=reach.skipped)
+    return Outcome(links=[link, *extra] if starts else extra, kind=kind)
+
+
+def values_note(unchanged: tuple[UnchangedFor, ...]) -> str:
+    """What a change's detect cause adds: which values it leaves alone."""
+    said = [
+        f"{u.param} is {describe_classes(u.classes)}" + (", or left out" if u.omitted else "")
+        for u in unchanged
+    ]
+    return "(as before where " + "; where ".join(said) + ")"
 
 
 def _instances(root: Target, evidence: tuple[Step, ...], index: LinkIndex) -> Link | None:

@@ -14,7 +14,9 @@ where 2.13 raised TypeError, and is the same as before for a lambda and for None
 Only a parameter no code of the function binds again is specialized (argument_classes.
 passed_on), only the body (not the decorators, nor the defaults of other parameters, which
 read the module's names), and only in a function whose parameters, by name, kind and order,
-did not change, that does not call itself (its recursive call would pass its own values),
+did not change, whose decorators only register it (any other may wrap it, so that the body
+does not see what a call passes), that does not call itself (its recursive call would pass
+its own values),
 and whose two revisions bind the same names in their own scope, declare the same `global`
 and `nonlocal` names and are alike generators or not (what a cut branch binds or yields
 still counts). `callable` and `isinstance`, and the builtin types an `isinstance` names,
@@ -29,6 +31,7 @@ import ast
 import copy
 from collections.abc import Callable, Iterator
 
+from selection.links.registrations import REGISTERING_CALLS
 from selection.model import UnchangedFor
 from selection.pyast import FUNCTION_DEFS, normalized_fingerprint, own_nodes
 from selection.python.argument_classes import (
@@ -45,6 +48,7 @@ from selection.python.argument_classes import (
     passed_on,
     signature_of,
 )
+from selection.python.chains import last_name
 from selection.python.receivers import bound_by
 
 
@@ -62,6 +66,8 @@ def unchanged_for(
     if _parameters(before) != _parameters(after):
         return ()
     if _calls_itself(before) or _calls_itself(after):
+        return ()
+    if not (_plain_decorators(before) and _plain_decorators(after)):
         return ()
     shadowed = module_names | bound_names(before) | bound_names(after)
     scopes = _scope(before), _scope(after)
@@ -141,14 +147,24 @@ def _scope(node: ast.AST) -> Scope:
 
 
 def _calls_itself(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A call naming the function (`f(...)`, `torch.f(...)`, `self.f(...)`) in its code."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            func = sub.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name == node.name:
-                return True
-    return False
+    """A call of the function by its own name (`f(...)`) in its code (a call through a
+    module, `torch.f(...)`, is told by the link graph: selection.links.argument_reach)."""
+    return any(
+        isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == node.name
+        for sub in ast.walk(node)
+    )
+
+
+def _plain_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every decorator only registers the function and returns it as it is
+    (`@register_decomposition(aten.x)`): any other may wrap it, so that its body does not
+    see what a call passes (`elementwise_type_promotion_wrapper` turns an int into a
+    float, `out_wrapper` handles `out`)."""
+    for decorator in node.decorator_list:
+        called = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if last_name(called) not in REGISTERING_CALLS:
+            return False
+    return True
 
 
 def _same_default(

@@ -322,3 +322,20 @@ def test_a_function_defined_in_a_nested_scope_is_not_the_outer_names_function() 
         """
     )
     assert callable_names(function, frozenset()) == {"inner"}
+
+
+@pytest.mark.parametrize(
+    ("decorator", "claims"),
+    [
+        ("@register_decomposition(aten.f)\n", True),  # registers it and returns it as it is
+        ("@elementwise_type_promotion_wrapper(type_promoting_args=('p',))\n", False),
+        ("@out_wrapper()\n", False),
+    ],
+)
+def test_a_decorator_that_may_wrap_the_function_claims_nothing(
+    decorator: str, claims: bool
+) -> None:
+    """A wrapper sees the call's values before the body does (it may turn an int into a
+    float): what the body asks of them says nothing of what a call passes."""
+    old = decorator + "def f(p):\n    if p is None:\n        return 1\n    return 2\n"
+    assert bool(_unchanged(old, old.replace("return 2", "return 3"))) is claims

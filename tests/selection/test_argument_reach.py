@@ -101,6 +101,13 @@ def test_only_the_call_passing_text_reaches_the_2_14_check_with_edit(
     assert _ops(state) == {"mul"}  # add passes a lambda; the unary ops one through a helper
     steps = _evidence(state)
     assert any("as before where message is a callable or None" in s for s in steps)
+    # the detect cause says it too: the report's and the console's summary of the change
+    summaries = {c.summary for t in state.candidates.values() for c in t.causes}
+    assert any(
+        s.startswith("torch/__init__.py: _check_with modified (as before where")
+        and s.endswith("where message is a callable or None)")
+        for s in summaries
+    ), summaries
 
 
 def test_an_edit_no_call_can_reach_has_no_effect_and_says_why(
@@ -269,3 +276,23 @@ def test_what_explains_a_recorded_run_of_a_conditioned_function() -> None:
     assert _explained(Target.aten("mm"), ran, observed) == {mul}
     assert _explained(Target.entry("opinfo", "add"), ran, observed) == {add}
     assert _explained(Target.function(INIT, "_check"), ran, observed) == set()
+
+
+def test_an_edit_calling_itself_through_the_module_reaches_every_caller(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """`torch._check_with(...)` inside `_check_with` (the link graph keeps no edge from a
+    function to itself): its own call passes a str, so leaving the message out runs the
+    edit too."""
+    state = _select_onto(
+        upstream, manifest, tmp_path,
+        [(INIT, "from torch import _C as _C\n", "import torch\nfrom torch import _C as _C\n"),
+         (INIT, '        message_evaluated = "Expected cond to be True, but got False."',
+          '        return torch._check_with(error_type, False, "Expected cond to be True")'),
+         LAMBDA_MUL,
+         (DB, 'torch._check(dtype is not None, lambda: "add needs a dtype")',
+          "torch._check(dtype is not None)")],
+        [EDIT],
+    )  # fmt: skip
+    assert "add" in {c.instance.op for c in state.candidates.values()}
+    assert not any("as before where" in s for s in _evidence(state))

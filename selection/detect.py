@@ -27,6 +27,7 @@ from selection.model import (
 from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
 from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration
 from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
+from selection.python.argument_classes import module_bindings
 from selection.python.failure_paths import confined_to_failure
 from selection.python.load_time import definition_changed
 from selection.python.nested import confined_to_nested
@@ -53,7 +54,11 @@ def diff_symbols(
     other-device-only when it vanishes once another device's code is left out (in test
     code, `cpu`/`meta` code too)."""
     tests = path.startswith(("test/", "torch/testing/"))
-    top_level = frozenset(q for q in (*old, *new) if "." not in q)  # shadows a builtin
+    # what the module binds at its top level, any way (a builtin of that name is shadowed)
+    statements = [
+        n for side in (old, new) for q, s in side.items() if "." not in q for n in s.nodes
+    ]
+    top_level = frozenset(module_bindings([n for n in statements if isinstance(n, ast.stmt)]))
     changes: list[SymbolChange] = []
     for name in sorted(set(old) | set(new)):
         if skip(name):

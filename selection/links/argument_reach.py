@@ -426,18 +426,26 @@ def _unexplained(
         for edge in index.graph.users.get(node, ()):
             if not ran:
                 break
-            ran -= _explained(edge.user, ran, observed)
+            ran -= _explained(edge.user, node, ran, observed)
         found |= ran
         eager |= ran & observed.pairs_running_function(node.path, node.name)
     return found, eager
 
 
-def _explained(user: Target, ran: set[Pair], observed: ObservedMap) -> set[Pair]:
+def _explained(user: Target, node: Target, ran: set[Pair], observed: ObservedMap) -> set[Pair]:
     """The pairs of `ran` a user running the conditioned function explains."""
     if user.kind == "function":
-        return set() if observed.warmed_up(user.path, user.name) else ran_pairs(observed, user)
+        if observed.warmed_up(user.path, user.name):
+            return set()
+        # its own runs: a function nested in it the warm-up ran would stand for every pair
+        path, name = user.path, user.name
+        eager = observed.pairs_running_function(path, name, nested=False)
+        return eager | observed.pairs_running_function(path, name, compiled=True, nested=False)
     if user.kind == "aten":
-        return ran_pairs(observed, user)  # a kernel registered for the op: the op ran
+        # a kernel registered for the op runs where the op is traced: it explains the
+        # compiled runs of the function in pairs that ran the op
+        traced = observed.pairs_running_function(node.path, node.name, compiled=True)
+        return ran_pairs(observed, user) & traced
     if user.kind == "entry":
         return {pair for pair in ran if pair[:2] == (user.scope, user.full_name)}
     return set()

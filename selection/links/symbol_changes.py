@@ -295,10 +295,13 @@ def _running_the_change(change: SymbolChange, index: LinkIndex) -> list[Target]:
     """What runs the changed code when it runs: the function, or, for an edit that matters
     only for some values of a parameter, its users that may pass another
     (selection.links.argument_reach)."""
+    changed = Target.function(change.path, change.qualname)
     reach = conditioned_reach(change, index)
     if reach is None:
-        return [Target.function(change.path, change.qualname)]
-    return [link.target for link in reach.starts]
+        return [changed]
+    starts = [link.target for link in reach.starts]
+    # registered for an op that may be called with a changed value: the mode runs it too
+    return [changed, *starts] if any(t.kind == "aten" for t in starts) else starts
 
 
 def _registrations(target: Target, graph: LinkGraph) -> list[Edge]:
@@ -431,12 +434,17 @@ def _runs_at_import(change: SymbolChange, index: LinkIndex) -> bool:
         # its statements run on import; a plain value matters through what reads it
         return change.qualname in summary.calls_on_load
     depths = load_time_depths(index)
-    if conditioned_reach(change, index) is not None:
-        # only where load-time code may pass a value the edit changed anything for
-        return any(t in depths for t in _running_the_change(change, index))
     # an edit confined to a function it defines runs on import only where that one does
     # (the decorator a factory returns), not the function it returns (`_fn`, `_ref`)
     depth = depths.get(Target.function(change.path, change.qualname))
+    reach = conditioned_reach(change, index)
+    if reach is not None:
+        # module-level code and class bodies are no users the walk judges: what import
+        # runs of the changed function, or of one passing its parameter on, counts whatever
+        # it passes; and so does a user that may pass a changed value
+        running = [link.target for link in reach.starts]
+        if any(t in depths for t in [*reach.conditioned, *running]):
+            return True
     return depth is not None and change.nesting <= depth
 
 

@@ -82,6 +82,41 @@ def signature_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> S
     )
 
 
+# Decorators that register the function and leave the name bound to it as it is
+# (`register_decomposition` returns the function it was given; `register_meta` returns it
+# wrapped by `_convert_out_params`, which renames `out=` arguments, so it is not one).
+PLAIN_DECORATORS = frozenset({"register_decomposition", "register_op_impl"})
+
+
+def plain_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every decorator only registers the function (PLAIN_DECORATORS): any other may wrap
+    it, so that its body does not see what a call passes (`elementwise_type_promotion_
+    wrapper` turns an int into a float, `out_wrapper` handles `out`)."""
+    for decorator in node.decorator_list:
+        called = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+        if name not in PLAIN_DECORATORS:
+            return False
+    return True
+
+
+def module_bindings(statements: list[ast.stmt]) -> Counter[str]:
+    """How often the module's top-level code binds each name: definitions, assignments,
+    imports, also inside top-level `if`/`try`/`for`/`with` blocks (not inside functions
+    or classes); a name a function declares `global` counts twice (rebound at run time)."""
+    found: Counter[str] = Counter()
+    for node in own_nodes(statements, comprehensions=False):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found[node.id] += 1
+        elif not isinstance(node, ast.Name):
+            found.update(bound_by(node))
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Global):
+                found.update({name: 2 for name in node.names})
+    return found
+
+
 def parameter_defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
     """Each parameter that has a default, with it."""
     positional = [*args.posonlyargs, *args.args]

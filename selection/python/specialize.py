@@ -31,7 +31,6 @@ import ast
 import copy
 from collections.abc import Callable, Iterator
 
-from selection.links.registrations import REGISTERING_CALLS
 from selection.model import UnchangedFor
 from selection.pyast import FUNCTION_DEFS, normalized_fingerprint, own_nodes
 from selection.python.argument_classes import (
@@ -46,9 +45,9 @@ from selection.python.argument_classes import (
     bound_names,
     parameter_defaults,
     passed_on,
+    plain_decorators,
     signature_of,
 )
-from selection.python.chains import last_name
 from selection.python.receivers import bound_by
 
 
@@ -67,7 +66,7 @@ def unchanged_for(
         return ()
     if _calls_itself(before) or _calls_itself(after):
         return ()
-    if not (_plain_decorators(before) and _plain_decorators(after)):
+    if not (plain_decorators(before) and plain_decorators(after)):
         return ()
     shadowed = module_names | bound_names(before) | bound_names(after)
     scopes = _scope(before), _scope(after)
@@ -153,18 +152,6 @@ def _calls_itself(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == node.name
         for sub in ast.walk(node)
     )
-
-
-def _plain_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Every decorator only registers the function and returns it as it is
-    (`@register_decomposition(aten.x)`): any other may wrap it, so that its body does not
-    see what a call passes (`elementwise_type_promotion_wrapper` turns an int into a
-    float, `out_wrapper` handles `out`)."""
-    for decorator in node.decorator_list:
-        called = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if last_name(called) not in REGISTERING_CALLS:
-            return False
-    return True
 
 
 def _same_default(

@@ -30,7 +30,9 @@ from selection.python.argument_classes import (
     Signature,
     call_shape,
     callable_names,
+    module_bindings,
     passed_on,
+    plain_decorators,
     signature_of,
     text_positions,
 )
@@ -142,9 +144,12 @@ def summarize(
     # a `sum` of its own; a `list` the receivers must not take for the builtin
     defined = frozenset({q for q in symbols if "." not in q} | summary.bindings.keys())
     value_modules = value_module_names(summary.bindings)
+    # a top-level function bound once (no other binding anywhere at the top level, no
+    # `global` rebinding it) is that function wherever the module's code reads its name
+    bindings = module_bindings(tree.body)
     functions = frozenset(
-        q for q, s in symbols.items() if s.kind == "function" and "." not in q and len(s.nodes) == 1
-    )  # defined once, and bound no other way at the top level
+        q for q, s in symbols.items() if s.kind == "function" and "." not in q and bindings[q] == 1
+    )
     for qualname, symbol in symbols.items():
         collector = _UseCollector(tests, defined, value_modules, functions)
         for node in symbol.nodes:
@@ -156,7 +161,8 @@ def summarize(
             summary.operators[qualname] = operators.operators_in(symbol.nodes, defined)
         if operators.keeps_mappings(path) and symbol.kind in ("function", "method"):
             summary.mappings[qualname] = operators.mappings_in(symbol.nodes)
-        if symbol.kind in ("function", "method") and len(symbol.definitions) == 1:
+        if qualname in functions and plain_decorators(symbol.definitions[0]):
+            # what a call passes is what its body gets (no wrapper in between)
             summary.signatures[qualname] = signature_of(symbol.definitions[0])
         if symbol.kind == "class":
             summary.bases[qualname] = tuple(

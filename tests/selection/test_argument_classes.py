@@ -339,3 +339,29 @@ def test_a_decorator_that_may_wrap_the_function_claims_nothing(
     float): what the body asks of them says nothing of what a call passes."""
     old = decorator + "def f(p):\n    if p is None:\n        return 1\n    return 2\n"
     assert bool(_unchanged(old, old.replace("return 2", "return 3"))) is claims
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "from mylib import callable\n",
+        "try:\n    from mylib import callable\nexcept ImportError:\n    pass\n",
+        "for callable in [len]:\n    pass\n",
+        "def setup():\n    global callable\n    callable = len\n",
+    ],
+)
+def test_a_builtin_the_module_binds_any_way_is_not_answered(module: str) -> None:
+    """detect passes every top-level binding (imports, blocks, `global` in a function) to
+    the specializer as shadowing the builtin of that name."""
+    from selection.detect import diff_symbols
+    from selection.pyast import module_symbols
+
+    function = "\n\ndef f(p):\n    return 1 if callable(p) else {}\n"
+    old, new = module + function.format(2), module + function.format(3)
+    [change] = [
+        c
+        for c in diff_symbols("torch/m.py", module_symbols(ast.parse(old), old),
+                              module_symbols(ast.parse(new), new))
+        if c.qualname == "f"
+    ]  # fmt: skip
+    assert change.unchanged_for == ()

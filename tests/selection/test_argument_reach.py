@@ -260,39 +260,101 @@ def test_recorded_runs_no_caller_explains_are_kept_when_no_caller_reaches_the_ed
 
 
 def test_what_explains_a_recorded_run_of_a_conditioned_function() -> None:
-    """A calling function that ran, an op it is registered for that ran, an entry naming it
-    explain a pair's run; a caller the warm-up ran explains none (it stands for all)."""
+    """A calling function that ran, an op it is registered for (for the runs where it was
+    traced), an entry naming it explain a pair's run; a caller the warm-up ran explains
+    none (it stands for all), nor does one only a function nested in it ran."""
     from selection.links.argument_reach import _explained
     from selection.links.base import Target
     from selection.observed import ObservedMap
 
     observed = ObservedMap(torch_version="9.1.0", device="spyre")
     mul, add = ("opinfo", "mul", "float32"), ("opinfo", "add", "float32")
-    observed.add(mul, ["mm.default"], [f"{DB}::sample_inputs_mul"])
-    observed.add(add, [], [])
-    observed.baseline["functions"].add(f"{INIT}::_check")
+    kernel = Target.function("torch/_decomp/decompositions.py", "mm")
+    observed.add(mul, ["mm.default"], [f"{DB}::sample_inputs_mul"], [], [f"{kernel.path}::mm"])
+    observed.add(add, ["mm.default"], [f"{DB}::helper.<locals>.inner"])
+    observed.baseline["functions"] |= {f"{INIT}::_check", f"{DB}::helper.<locals>.inner"}
     ran = {mul, add}
-    assert _explained(Target.function(DB, "sample_inputs_mul"), ran, observed) == {mul}
-    assert _explained(Target.aten("mm"), ran, observed) == {mul}
-    assert _explained(Target.entry("opinfo", "add"), ran, observed) == {add}
-    assert _explained(Target.function(INIT, "_check"), ran, observed) == set()
+    node = Target.function(INIT, "_check_with")
+    assert _explained(Target.function(DB, "sample_inputs_mul"), node, ran, observed) == {mul}
+    assert _explained(Target.aten("mm"), kernel, ran, observed) == {mul}  # add: eager only
+    assert _explained(Target.entry("opinfo", "add"), node, ran, observed) == {add}
+    assert _explained(Target.function(INIT, "_check"), node, ran, observed) == set()
+    assert _explained(Target.function(DB, "helper"), node, ran, observed) == set()
 
 
-def test_an_edit_calling_itself_through_the_module_reaches_every_caller(
-    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+SCALE_EDIT = (INIT, "x = x * factor", "x = x * factor * 2")
+
+
+@pytest.mark.parametrize(
+    ("code", "at_import"),
+    [
+        ("_SCALED = scaled(1, 2)\n", True),  # module-level code passes a changed value
+        ("class _Config:\n    SCALE = scaled(1, 2)\n", True),  # a class body, likewise
+        ("_SCALED = scaled(1)\n", True),  # no user the walk judges: counted whatever it passes
+    ],
+)
+def test_import_time_calls_of_a_conditioned_function_count_as_running_at_import(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, code: str, at_import: bool
 ) -> None:
-    """`torch._check_with(...)` inside `_check_with` (the link graph keeps no edge from a
-    function to itself): its own call passes a str, so leaving the message out runs the
-    edit too."""
+    state = _select_onto(
+        upstream, manifest, tmp_path, [(INIT, "    return x\n", "    return x\n\n\n" + code)],
+        [SCALE_EDIT],
+    )  # fmt: skip
+    canaries = state.mapped.canaries if state.mapped else []
+    said = [c.summary for canary in canaries for c in canary.causes]
+    assert any("runs while `import torch` runs" in s for s in said) is at_import
+
+
+WRAPPED = """
+
+def _stringify(fn):
+    def inner(cond, message=None):
+        return fn(cond, message if message is None else str(message))
+    return inner
+
+
+@_stringify
+def _check_wrapped(cond, message=None):
+    _check_with(RuntimeError, cond, message)
+
+
+def _check_rewrapped(cond, message=None):
+    _check_with(RuntimeError, cond, message)
+
+
+_check_rewrapped = _stringify(_check_rewrapped)
+
+
+def _msg():
+    return "text"
+
+
+if True:
+    _msg = "not a callable"
+
+
+def _check_msg(cond):
+    _check_with(RuntimeError, cond, _msg)
+"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        # a wrapper turns the lambda into a str before the body sees it
+        'torch._check_wrapped(dtype is not None, lambda: "add")',
+        'torch._check_rewrapped(dtype is not None, lambda: "add")',
+        # the module's `_msg` is a function only until a top-level `if` rebinds it
+        "torch._check_msg(dtype is not None)",
+    ],
+)
+def test_a_user_whose_values_may_change_on_the_way_is_not_passed_over(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path, call: str
+) -> None:
     state = _select_onto(
         upstream, manifest, tmp_path,
-        [(INIT, "from torch import _C as _C\n", "import torch\nfrom torch import _C as _C\n"),
-         (INIT, '        message_evaluated = "Expected cond to be True, but got False."',
-          '        return torch._check_with(error_type, False, "Expected cond to be True")'),
-         LAMBDA_MUL,
-         (DB, 'torch._check(dtype is not None, lambda: "add needs a dtype")',
-          "torch._check(dtype is not None)")],
+        [(INIT, "    return x\n", "    return x\n" + WRAPPED), LAMBDA_MUL,
+         (DB, 'torch._check(dtype is not None, lambda: "add needs a dtype")', call)],
         [EDIT],
     )  # fmt: skip
-    assert "add" in {c.instance.op for c in state.candidates.values()}
-    assert not any("as before where" in s for s in _evidence(state))
+    assert "add" in _ops(state)

@@ -215,10 +215,16 @@ class ObservedMap:
             bits |= table.get(name, 0)
         return self._pairs_of(bits)
 
-    def warmed_up(self, path: str, qualname: str) -> bool:
-        """Did the recording's warm-up run the function (so that it counts for every pair)?"""
-        name = f"{path}::{qualname}"
-        return name in self.baseline["functions"] or name in self.baseline["compiled_functions"]
+    def pairs_running_apart_from_warmup(self, path: str, qualname: str) -> set[Pair]:
+        """Pairs that executed the function or a function nested in it, in any path, by
+        the runs of names the warm-up did not run (a warm-up run stands for every pair,
+        and so tells about none)."""
+        bits = 0
+        for kind in ("functions", "compiled_functions"):
+            for name in self._with_nested(kind, f"{path}::{qualname}"):
+                if name not in self.baseline[kind]:
+                    bits |= self._uses[kind].get(name, 0)
+        return self._pairs_of(bits)
 
     def _with_nested(self, kind: str, name: str) -> list[str]:
         """`name` and the recorded names of functions nested in it, at any depth (what the

@@ -417,7 +417,7 @@ def _unexplained(
     without running anything the code shows calling it (a function, an op it is
     registered for, an entry naming it): it was called some way the code does not show (a
     name looked up at run time), with values not known; and those of them that ran it in
-    an eager path. A caller the recording's warm-up ran stands for every pair and explains
+    an eager path. What the recording's warm-up ran stands for every pair and explains
     none of them."""
     found: set[Pair] = set()
     eager: set[Pair] = set()
@@ -435,12 +435,9 @@ def _unexplained(
 def _explained(user: Target, node: Target, ran: set[Pair], observed: ObservedMap) -> set[Pair]:
     """The pairs of `ran` a user running the conditioned function explains."""
     if user.kind == "function":
-        if observed.warmed_up(user.path, user.name):
-            return set()
-        # its own runs: a function nested in it the warm-up ran would stand for every pair
-        path, name = user.path, user.name
-        eager = observed.pairs_running_function(path, name, nested=False)
-        return eager | observed.pairs_running_function(path, name, compiled=True, nested=False)
+        # its runs (a function nested in it included: a factory's `_fn` runs per pair), not
+        # the warm-up's, which stand for every pair
+        return observed.pairs_running_apart_from_warmup(user.path, user.name)
     if user.kind == "aten":
         # a kernel registered for the op runs where the op is traced: it explains the
         # compiled runs of the function in pairs that ran the op

@@ -271,7 +271,9 @@ def test_what_explains_a_recorded_run_of_a_conditioned_function() -> None:
     mul, add = ("opinfo", "mul", "float32"), ("opinfo", "add", "float32")
     kernel = Target.function("torch/_decomp/decompositions.py", "mm")
     observed.add(mul, ["mm.default"], [f"{DB}::sample_inputs_mul"], [], [f"{kernel.path}::mm"])
-    observed.add(add, ["mm.default"], [f"{DB}::helper.<locals>.inner"])
+    observed.add(
+        add, ["mm.default"], [f"{DB}::helper.<locals>.inner", f"{DB}::factory.<locals>._fn"]
+    )
     observed.baseline["functions"] |= {f"{INIT}::_check", f"{DB}::helper.<locals>.inner"}
     ran = {mul, add}
     node = Target.function(INIT, "_check_with")
@@ -280,6 +282,8 @@ def test_what_explains_a_recorded_run_of_a_conditioned_function() -> None:
     assert _explained(Target.entry("opinfo", "add"), node, ran, observed) == {add}
     assert _explained(Target.function(INIT, "_check"), node, ran, observed) == set()
     assert _explained(Target.function(DB, "helper"), node, ran, observed) == set()
+    # a function a factory made runs per pair under the factory's name
+    assert _explained(Target.function(DB, "factory"), node, ran, observed) == {add}
 
 
 SCALE_EDIT = (INIT, "x = x * factor", "x = x * factor * 2")

@@ -18,6 +18,7 @@ from selection.python.argument_classes import (
     signature_of,
 )
 from selection.python.specialize import unchanged_for
+from tests.support.check_with import CHECK_WITH_213, CHECK_WITH_214
 
 
 def _function(source: str) -> ast.FunctionDef:
@@ -85,28 +86,10 @@ def test_names_holding_a_function_are_those_defined_once_and_not_bound_otherwise
     assert names == {"error", "module_helper"}
 
 
-CHECK_WITH_213 = """
-def _check_with(error_type, cond, message):
-    if not isinstance(cond, (bool, SymBool)):
-        raise TypeError(f"cond must be a bool, but got {type(cond)}")
-    if expect_true(cond):
-        return
-    if message is None:
-        message_evaluated = "Expected cond to be True, but got False."
-    else:
-        if not callable(message):
-            raise TypeError("message must be a callable")
-        message_evaluated = str(message())
-    raise error_type(message_evaluated)
-"""
-# 2.14: a message that is not callable is formatted (the edit `select --from 2.13 --to 2.14`
-# sees in torch/__init__.py)
-CHECK_WITH_214 = CHECK_WITH_213.replace(
-    """        if not callable(message):
-            raise TypeError("message must be a callable")
-        message_evaluated = str(message())""",
-    """        message_evaluated = str(message() if callable(message) else message)""",
-).replace("error_type, cond, message", "error_type: type, cond: bool, message: object")
+# 2.14's edit, with annotations added as 2.14 did (they change nothing)
+CHECK_WITH_214 = CHECK_WITH_214.replace(
+    "error_type, cond, message", "error_type: type, cond: bool, message: object"
+)
 
 
 def _unchanged(old: str, new: str) -> dict[str, UnchangedFor]:

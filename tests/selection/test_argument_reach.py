@@ -10,25 +10,17 @@ from pathlib import Path
 import pytest
 
 from selection.state import PipelineState
+from tests.support.check_with import CHECK_WITH_213, FORMATTED, RAISED
 from tests.support.observed_runs import linked_ops, manifest_file, recorded_map, select_head
 from tests.support.upstream_repo import INTERNAL, UpstreamRepo, build_upstream
 
 DB = f"{INTERNAL}/common_methods_invocations.py"
 
-TORCH_INIT = """
+TORCH_INIT_TEXT = """
 from torch import _C as _C
 
 
-def _check_with(error_type, cond, message):
-    if cond:
-        return
-    if message is None:
-        message_evaluated = "Expected cond to be True, but got False."
-    else:
-        if not callable(message):
-            raise TypeError("message must be a callable")
-        message_evaluated = str(message())
-    raise error_type(message_evaluated)
+{check_with}
 
 
 def _check(cond, message=None):
@@ -62,10 +54,7 @@ def sample_inputs_unary(op_info, device, dtype):
     yield SampleInput(torch.ones(5, device=device, dtype=dtype))
 '''
 
-FORMATTED = """        message_evaluated = str(message() if callable(message) else message)"""
-RAISED = """        if not callable(message):
-            raise TypeError("message must be a callable")
-        message_evaluated = str(message())"""
+TORCH_INIT = TORCH_INIT_TEXT.replace("{check_with}", CHECK_WITH_213.strip("\n"))
 
 
 @pytest.fixture(scope="module")

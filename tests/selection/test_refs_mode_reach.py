@@ -125,17 +125,20 @@ REFS_OPS = (
 )
 
 
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
-    repo = build_upstream(tmp_path_factory.mktemp("remote") / "pytorch")
+def refs_upstream(
+    root: Path, refs: str = REFS, decompositions: str = DECOMPOSITIONS
+) -> UpstreamRepo:
+    """The upstream repository with references, their ref tests under TorchRefsMode, and a
+    decomposition table (`refs`, `decompositions`: those modules' text)."""
+    repo = build_upstream(root / "pytorch")
     repo.reset()
-    repo.write("torch/_refs/__init__.py", REFS)
+    repo.write("torch/_refs/__init__.py", refs)
     repo.write("torch/_refs/nn/__init__.py", "")
     repo.write("torch/_refs/nn/functional/__init__.py", REFS_NN)
     native = "torchgen/packaged/ATen/native/native_functions.yaml"
     repo.write(native, repo.read(native) + NATIVE)
     repo.write("torch/_decomp/__init__.py", DECOMP_INIT)
-    repo.write("torch/_decomp/decompositions.py", DECOMPOSITIONS)
+    repo.write("torch/_decomp/decompositions.py", decompositions)
     repo.write("torch/_prims/__init__.py", "")
     repo.write("torch/_prims_common/__init__.py", PRIMS_COMMON)
     repo.write("torch/_prims/context.py", CONTEXT)
@@ -149,12 +152,22 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
     return repo
 
 
-@pytest.fixture(scope="module")
-def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def refs_manifest(root: Path) -> Path:
+    """The fixture manifest reusing the ref tests of every reference (REFS_OPS)."""
     text = MANIFEST.replace(
         "            - TestCommon::test_plain\n", "            - TestCommon::test_python_ref\n"
     ).replace("      - exp\n", "      - exp\n" + "".join(f"      - {op}\n" for op in REFS_OPS))
-    return manifest_file(tmp_path_factory.mktemp("manifests"), text)
+    return manifest_file(root, text)
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> UpstreamRepo:
+    return refs_upstream(tmp_path_factory.mktemp("remote"))
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return refs_manifest(tmp_path_factory.mktemp("manifests"))
 
 
 def _ref_tests(upstream: UpstreamRepo, manifest: Path, head: str, tmp_path: Path) -> set[str]:

@@ -83,7 +83,7 @@ def unchanged_for(
         classes = frozenset(
             code
             for codes in groups.values()
-            if _alike(before, after, specialized_pair(param, codes[0], shadowed), scopes)
+            if _alike(before, after, _specializing(param, codes[0], shadowed), scopes)
             for code in codes
         )
         if classes:
@@ -105,7 +105,8 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[object, .
 Specialize = Callable[[ast.AST], ast.AST]
 
 
-def specialized_pair(param: str, code: str, shadowed: frozenset[str]) -> Specialize:
+def _specializing(param: str, code: str, shadowed: frozenset[str]) -> Specialize:
+    """`specialized` for one parameter and class, as a function of the revision."""
     return lambda node: specialized(node, param, code, shadowed)
 
 

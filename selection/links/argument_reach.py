@@ -49,6 +49,7 @@ from selection.python.argument_classes import (
     Signature,
     passed,
 )
+from selection.python.summary import Use
 
 # How each class of value reads in a step's text.
 _CLASS_NAMES = {
@@ -283,19 +284,23 @@ def _call_sites(edge: Edge, index: LinkIndex) -> list[CallShape] | None:
 
 
 def _read_sites(edge: Edge, index: LinkIndex) -> list[CallShape] | None:
-    user, used = edge.user, edge.used
+    uses = _uses_naming(edge.user, edge.used, index)
+    if uses is None or any(u.how != "call" or u.arguments is None for u in uses):
+        return None
+    return [u.arguments for u in uses if u.arguments is not None] or None
+
+
+def _uses_naming(user: Target, used: Target, index: LinkIndex) -> list[Use] | None:
+    """The uses in `user`'s code that resolve to `used`; None when its module is not read."""
     summary = index.explorer.summary(user.path)
     if summary is None:
         return None
     resolver = index.explorer.resolver
-    sites: list[CallShape] = []
-    for use in summary.uses.get(user.name, ()):
-        if used not in resolver.resolve(summary, user.name, use.chain):
-            continue
-        if use.how != "call" or use.arguments is None:
-            return None
-        sites.append(use.arguments)
-    return sites or None
+    return [
+        use
+        for use in summary.uses.get(user.name, ())
+        if used in resolver.resolve(summary, user.name, use.chain)
+    ]
 
 
 def _signature(target: Target, index: LinkIndex) -> Signature | None:
@@ -310,8 +315,7 @@ def conditioned_reach(change: SymbolChange, index: LinkIndex) -> ArgumentReach |
     target = Target.function(change.path, change.qualname)
     if not change.unchanged_for or change.kind != ChangeKind.modified:
         return None
-    summary = index.explorer.summary(change.path)
-    signature = summary.signatures.get(change.qualname) if summary is not None else None
+    signature = _signature(target, index)
     if signature is None or target not in index.graph or _uses_itself(target, index):
         return None
     values = _values(change.unchanged_for, signature)
@@ -323,14 +327,8 @@ def conditioned_reach(change: SymbolChange, index: LinkIndex) -> ArgumentReach |
 def _uses_itself(target: Target, index: LinkIndex) -> bool:
     """Its code calls it again (`torch._check_with(...)` inside `_check_with`), with values
     of its own: the link graph keeps no edge from a function to itself, so it is read here."""
-    summary = index.explorer.summary(target.path)
-    if summary is None:
-        return True
-    resolver = index.explorer.resolver
-    return any(
-        target in resolver.resolve(summary, target.name, use.chain)
-        for use in summary.uses.get(target.name, ())
-    )
+    uses = _uses_naming(target, target, index)
+    return uses is None or bool(uses)
 
 
 def _values(unchanged: tuple[UnchangedFor, ...], signature: Signature) -> str:

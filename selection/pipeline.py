@@ -39,8 +39,8 @@ from selection.sources.tree import DirTree, GitTree, OverlayTree, SourceTree, ch
 from selection.sources.versions import (
     available_versions,
     choose_release,
-    downgrade_note,
     looks_like_version,
+    release_order_note,
 )
 from selection.sources.wheels import Progress
 from selection.stages import TriageStage, default_registry
@@ -123,10 +123,10 @@ def _releases(
             else f"torch {spec} -> {version} (newest patch release)"
         )
         versions.append(version)
-    downgrade = downgrade_note(*versions) if len(versions) == 2 else None
-    if downgrade is not None:
-        note(downgrade)
-        extra.append(downgrade)
+    order = release_order_note(*versions) if len(versions) == 2 else None
+    if order is not None:
+        note(order)
+        extra.append(order)
     for version in versions:
         revisions.append(mirror.ensure(version, progress))
     if options.pytorch_src is None:  # --pytorch-src overrides the release's own test/

@@ -65,12 +65,15 @@ def release_key(version: str) -> tuple[int, int, int] | None:
     return int(found.group(1)), int(found.group(2)), int(found.group(3))
 
 
-def downgrade_note(base: str, head: str) -> str | None:
-    """A note when the head release is older than the base (`--from 2.14 --to 2.13`): the
-    selection is then what moving back can break, which may not be what was meant."""
+def release_order_note(base: str, head: str) -> str | None:
+    """A note when the releases are not an upgrade: the head older than the base (`--from
+    2.14 --to 2.13`: the selection is then what moving back can break, which may not be what
+    was meant), or both the same release (`--from 2.13 --to 2.13.0`: nothing can change)."""
     old, new = release_key(base), release_key(head)
-    if old is None or new is None or new >= old:
+    if old is None or new is None or new > old:
         return None
+    if new == old:
+        return f"--from and --to are the same release ({head}): nothing changed between them"
     return (
         f"--to {head} is older than --from {base}: a downgrade; the selection is what "
         "moving back to it can break"

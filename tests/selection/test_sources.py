@@ -11,7 +11,7 @@ import pytest
 
 from selection.errors import BadInput
 from selection.sources.mirror import Mirror
-from selection.sources.versions import choose_release, downgrade_note, parse_index_output
+from selection.sources.versions import choose_release, parse_index_output, release_order_note
 from selection.sources.wheels import cached_wheel
 
 # `pip index versions torch` as this machine's package indexes answered it.
@@ -156,9 +156,10 @@ def test_partial_or_truncated_wheels_are_not_used(tmp_path: Path) -> None:
     assert cached_wheel("9.1.0", tmp_path) is None  # no marker: the download never finished
 
 
-def test_a_downgrade_is_said_and_an_upgrade_is_not() -> None:
-    note = downgrade_note("2.14.1", "2.13.0")
+def test_a_downgrade_or_the_same_release_is_said_and_an_upgrade_is_not() -> None:
+    note = release_order_note("2.14.1", "2.13.0")
     assert note is not None and note.startswith("--to 2.13.0 is older than --from 2.14.1")
-    assert downgrade_note("2.13.0", "2.14.1") is None
-    assert downgrade_note("2.14.0", "2.14.0") is None
-    assert downgrade_note("2.9.1", "2.10.0") is None  # numerically, not as text
+    assert release_order_note("2.13.0", "2.14.1") is None
+    same = release_order_note("2.14.0", "2.14.0")
+    assert same == "--from and --to are the same release (2.14.0): nothing changed between them"
+    assert release_order_note("2.9.1", "2.10.0") is None  # numerically, not as text

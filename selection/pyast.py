@@ -53,6 +53,42 @@ _DOCSTRING_SETTERS = ("add_docstr", "_add_docstr")
 _ANNOTATION_FIELDS = {"annotation", "returns"}
 _ANNOTATED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.arg, ast.AnnAssign)
 
+# Where an annotation is read at run time it is behaviour, not a type. A dataclass reads
+# ClassVar, InitVar and KW_ONLY out of its class body's annotations (a ClassVar is no field,
+# so no constructor argument; a string annotation counts too). Some decorators build what
+# they return from a function's parameter and return types: torch.library.custom_op and
+# triton_op (the op's schema), TorchScript (script, script_method, interface) and
+# functools.singledispatch (`register` picks the type an implementation serves).
+_RUNTIME_ANNOTATION_WORDS = ("ClassVar", "InitVar", "KW_ONLY")
+_ANNOTATION_READERS = frozenset(
+    {"custom_op", "triton_op", "script", "script_method", "interface", "register"}
+    | {"singledispatch", "singledispatchmethod"}
+)
+
+
+def _decorator_name(decorator: ast.expr) -> str:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def reads_annotations(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a decorator of the function reads its parameter and return types."""
+    return any(_decorator_name(d) in _ANNOTATION_READERS for d in node.decorator_list)
+
+
+def _runtime_annotation(node: ast.AST, name: str, in_function: bool, kept: bool) -> object:
+    """What of an annotation field the behaviour comparison sees: all of it where a decorator
+    reads it (`kept`), the dataclass words of a class-body field's, else nothing."""
+    value = getattr(node, name, None)
+    if kept and isinstance(node, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef):
+        return value
+    if isinstance(node, ast.AnnAssign) and not in_function and value is not None:
+        text = ast.unparse(value)
+        return [word for word in _RUNTIME_ANNOTATION_WORDS if word in text]
+    return None  # annotations describe types, they do not run
+
 
 def _is_docstring_setter(node: ast.Call) -> bool:
     func = node.func
@@ -65,8 +101,6 @@ def _field_value(node: ast.AST, name: str) -> object:
     value = getattr(node, name, None)
     if name == "body" and isinstance(node, _DEFINITIONS):
         return _strip_docstring(list(value or []))
-    if name in _ANNOTATION_FIELDS and isinstance(node, _ANNOTATED):
-        return None  # annotations describe types, they do not run
     if name == "args" and isinstance(node, ast.Call) and _is_docstring_setter(node):
         return list(value or [])[:1]  # add_docstr(fn, "..."): the text is documentation
     return value
@@ -194,16 +228,17 @@ def runtime_definitions(nodes: list[ast.AST], names: TypingNames) -> list[ast.AS
     ]
 
 
-def _feed(node: object, out: list[str], in_function: bool = False) -> None:
+def _feed(node: object, out: list[str], in_function: bool = False, kept: bool = False) -> None:
     """Serialize an AST like ast.dump (no positions), leaving out what does not change
     behaviour: docstrings, annotations (an annotated assignment in a function is an
-    assignment: `_is_plain`), the text given to `add_docstr`, `typing.cast` of a type
-    named by a string (`_is_typing_cast`: it returns its value). Does not copy or mutate the
-    tree."""
+    assignment: `_is_plain`; see `_runtime_annotation` for those that are read), the text
+    given to `add_docstr`, `typing.cast` of a type named by a string (`_is_typing_cast`: it
+    returns its value). `kept`: inside a function whose decorator reads its annotations.
+    Does not copy or mutate the tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:
-            _feed(item, out, in_function)
+            _feed(item, out, in_function, kept)
             out.append(",")
         out.append("]")
         return
@@ -211,20 +246,26 @@ def _feed(node: object, out: list[str], in_function: bool = False) -> None:
         out.append(repr(node))
         return
     if isinstance(node, ast.Call) and _is_typing_cast(node):
-        _feed(node.args[1], out, in_function)
+        _feed(node.args[1], out, in_function, kept)
         return
     if isinstance(node, ast.AnnAssign) and node.value and _is_plain(node, in_function):
         node = ast.Assign(targets=[node.target], value=node.value, type_comment=None)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        in_function, kept = True, reads_annotations(node)
+    elif isinstance(node, ast.Lambda):
         in_function = True
     elif isinstance(node, ast.ClassDef):
-        in_function = False
+        in_function, kept = False, False
     out.append(type(node).__name__)
     out.append("(")
     for name in node._fields:
         out.append(name)
         out.append("=")
-        _feed(_field_value(node, name), out, in_function)
+        if name in _ANNOTATION_FIELDS and isinstance(node, _ANNOTATED):
+            value = _runtime_annotation(node, name, in_function, kept)
+        else:
+            value = _field_value(node, name)
+        _feed(value, out, in_function, kept)
         out.append(",")
     out.append(")")
 

@@ -67,6 +67,40 @@ def test_an_annotation_in_a_class_or_module_body_is_kept() -> None:
     )
 
 
+def test_a_dataclass_word_in_a_class_field_annotation_is_a_change() -> None:
+    """`supports_out: ClassVar[bool] = True` in OpInfo (a dataclass) is no field, so every
+    `OpInfo(..., supports_out=False)` raises: the annotation is read at run time. Other
+    annotation edits of a field (upstream's typing PRs) run nothing."""
+    field = "@dataclass\nclass C:\n    x: {} = 1\n"
+    assert fingerprint(field.format("bool")) != fingerprint(field.format("ClassVar[bool]"))
+    assert fingerprint(field.format("bool")) != fingerprint(field.format('"ClassVar[bool]"'))
+    assert fingerprint(field.format("bool")) != fingerprint(field.format("InitVar[bool]"))
+    assert fingerprint(field.format("bool")) == fingerprint(field.format("Optional[bool]"))
+    assert fingerprint(field.format("ClassVar[int]")) == fingerprint(
+        field.format("typing.ClassVar[int | None]")
+    )
+
+
+def test_annotations_a_decorator_reads_are_a_change() -> None:
+    """torch.library.custom_op builds the op's schema from the parameter types, and
+    singledispatch's `register` picks the type an implementation serves: there a changed
+    annotation changes behaviour. Undecorated, or in the body, it does not."""
+    op = (
+        '@torch.library.custom_op("lib::f", mutates_args=())\n'
+        "def f(x: Tensor, ids: {}) -> Tensor:\n    n: int = 1\n    return x\n"
+    )
+    assert fingerprint(op.format("list[Tensor]")) != fingerprint(op.format("list[Tensor | None]"))
+    assert fingerprint(op.format("list[Tensor]")) == fingerprint(
+        op.format("list[Tensor]").replace("n: int = 1", "n = 1")
+    )
+    plain = "def f(x: Tensor, ids: {}) -> Tensor:\n    return x\n"
+    assert fingerprint(plain.format("list[Tensor]")) == fingerprint(
+        plain.format("list[Tensor | None]")
+    )
+    served = "@show.register\ndef _(value: {}) -> str:\n    return 'v'\n"
+    assert fingerprint(served.format("int")) != fingerprint(served.format("float"))
+
+
 IMPLEMENTATION = (
     "def sym_max(a, b):\n"
     "    if isinstance(a, float) or isinstance(b, float):\n"

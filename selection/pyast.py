@@ -78,12 +78,23 @@ def reads_annotations(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(_decorator_name(d) in _ANNOTATION_READERS for d in node.decorator_list)
 
 
+def _unquoted(annotation: ast.expr | None) -> ast.expr | None:
+    """`"torch.device"` as `torch.device`: what reads a type resolves the string
+    (`typing.get_type_hints`, TorchScript), so quoting it changes nothing."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            return ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return annotation
+    return annotation
+
+
 def _runtime_annotation(node: ast.AST, name: str, in_function: bool, kept: bool) -> object:
     """What of an annotation field the behaviour comparison sees: all of it where a decorator
     reads it (`kept`), the dataclass words of a class-body field's, else nothing."""
     value = getattr(node, name, None)
     if kept and isinstance(node, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef):
-        return value
+        return _unquoted(value)
     if isinstance(node, ast.AnnAssign) and not in_function and value is not None:
         text = ast.unparse(value)
         return [word for word in _RUNTIME_ANNOTATION_WORDS if word in text]

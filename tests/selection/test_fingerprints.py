@@ -99,6 +99,10 @@ def test_annotations_a_decorator_reads_are_a_change() -> None:
     )
     served = "@show.register\ndef _(value: {}) -> str:\n    return 'v'\n"
     assert fingerprint(served.format("int")) != fingerprint(served.format("float"))
+    # what reads them resolves a quoted type (the mutation benchmark's behaviour-free edit)
+    assert fingerprint(served.format("torch.device")) == fingerprint(
+        served.format('"torch.device"')
+    )
 
 
 IMPLEMENTATION = (

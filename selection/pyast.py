@@ -14,8 +14,22 @@ import copy
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from selection.devices import names_cpu_test_decorator, names_other_device
+from selection.python.runtime_annotations import (
+    ALL,
+    NONE,
+    SIGNATURE,
+    UNKNOWN,
+    ModuleReaders,
+    class_reads,
+    dataclass_words,
+    function_reads,
+    is_dataclass,
+    reads_text,
+    unquoted,
+)
 
 MODULE_SYMBOL = "<module>"
 
@@ -52,53 +66,6 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _DOCSTRING_SETTERS = ("add_docstr", "_add_docstr")
 _ANNOTATION_FIELDS = {"annotation", "returns"}
 _ANNOTATED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.arg, ast.AnnAssign)
-
-# Where an annotation is read at run time it is behaviour, not a type. A dataclass reads
-# ClassVar, InitVar and KW_ONLY out of its class body's annotations (a ClassVar is no field,
-# so no constructor argument; a string annotation counts too). Some decorators build what
-# they return from a function's parameter and return types: torch.library.custom_op and
-# triton_op (the op's schema), TorchScript (script, script_method, interface) and
-# functools.singledispatch (`register` picks the type an implementation serves).
-_RUNTIME_ANNOTATION_WORDS = ("ClassVar", "InitVar", "KW_ONLY")
-_ANNOTATION_READERS = frozenset(
-    {"custom_op", "triton_op", "script", "script_method", "interface", "register"}
-    | {"singledispatch", "singledispatchmethod"}
-)
-
-
-def _decorator_name(decorator: ast.expr) -> str:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return target.id if isinstance(target, ast.Name) else ""
-
-
-def reads_annotations(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a decorator of the function reads its parameter and return types."""
-    return any(_decorator_name(d) in _ANNOTATION_READERS for d in node.decorator_list)
-
-
-def _unquoted(annotation: ast.expr | None) -> ast.expr | None:
-    """`"torch.device"` as `torch.device`: what reads a type resolves the string
-    (`typing.get_type_hints`, TorchScript), so quoting it changes nothing."""
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            return ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
-            return annotation
-    return annotation
-
-
-def _runtime_annotation(node: ast.AST, name: str, in_function: bool, kept: bool) -> object:
-    """What of an annotation field the behaviour comparison sees: all of it where a decorator
-    reads it (`kept`), the dataclass words of a class-body field's, else nothing."""
-    value = getattr(node, name, None)
-    if kept and isinstance(node, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef):
-        return _unquoted(value)
-    if isinstance(node, ast.AnnAssign) and not in_function and value is not None:
-        text = ast.unparse(value)
-        return [word for word in _RUNTIME_ANNOTATION_WORDS if word in text]
-    return None  # annotations describe types, they do not run
 
 
 def _is_docstring_setter(node: ast.Call) -> bool:
@@ -239,17 +206,65 @@ def runtime_definitions(nodes: list[ast.AST], names: TypingNames) -> list[ast.AS
     ]
 
 
-def _feed(node: object, out: list[str], in_function: bool = False, kept: bool = False) -> None:
+class _Valued(ast.AnnAssign):
+    value: ast.expr  # an annotated assignment with a value (not a bare `x: T`)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """Where `_feed` stands, for the annotations read at run time
+    (selection.python.runtime_annotations): the module's readers, whether in a function, and
+    how much of this scope's annotations is behaviour (`fields`: a class or module body's
+    field annotations, `WORDS` for a dataclass's)."""
+
+    readers: ModuleReaders = UNKNOWN
+    in_function: bool = False
+    reads: int = NONE
+    text: bool = False  # the reader compares annotation text (a quoted type differs)
+    fields: int = NONE
+
+    def entering(self, node: ast.AST) -> _Reading:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            reads = function_reads(node, self.readers, self.fields if self.fields == ALL else NONE)
+            return _Reading(self.readers, True, reads, reads_text(node))
+        if isinstance(node, ast.Lambda):
+            return _Reading(self.readers, True, self.reads, self.text)
+        if isinstance(node, ast.ClassDef):
+            fields = class_reads(node, self.readers)
+            if fields == NONE and is_dataclass(node):
+                fields = WORDS
+            return _Reading(self.readers, fields=fields)
+        return self
+
+    def annotation(self, node: ast.AST, value: ast.expr | None) -> object:
+        """What of an annotation the comparison sees (None: nothing)."""
+        if value is None:
+            return None
+        read = self.reads == ALL or (
+            self.reads == SIGNATURE and isinstance(node, (ast.arg, *FUNCTION_DEFS))
+        )
+        if not read and isinstance(node, ast.AnnAssign) and not self.in_function:
+            if self.fields == WORDS:
+                return dataclass_words(value)
+            read = self.fields == ALL
+        if not read:
+            return None  # annotations describe types, they do not run
+        return value if self.text else unquoted(value)
+
+
+WORDS = ALL + 1  # a dataclass body: the ClassVar / InitVar / KW_ONLY its fields name
+
+
+def _feed(node: object, out: list[str], reading: _Reading) -> None:
     """Serialize an AST like ast.dump (no positions), leaving out what does not change
-    behaviour: docstrings, annotations (an annotated assignment in a function is an
-    assignment: `_is_plain`; see `_runtime_annotation` for those that are read), the text
-    given to `add_docstr`, `typing.cast` of a type named by a string (`_is_typing_cast`: it
-    returns its value). `kept`: inside a function whose decorator reads its annotations.
-    Does not copy or mutate the tree."""
+    behaviour: docstrings, annotations but those read at run time (`_Reading`; an annotated
+    assignment in a function is an assignment: `_is_plain`), the text given to
+    `add_docstr`, `typing.cast` of a type named by a string (`_is_typing_cast`: it returns
+    its value). Does not copy or mutate the tree."""
     if isinstance(node, list):
         out.append("[")
         for item in node:
-            _feed(item, out, in_function, kept)
+            _feed(item, out, reading)
             out.append(",")
         out.append("]")
         return
@@ -257,42 +272,47 @@ def _feed(node: object, out: list[str], in_function: bool = False, kept: bool = 
         out.append(repr(node))
         return
     if isinstance(node, ast.Call) and _is_typing_cast(node):
-        _feed(node.args[1], out, in_function, kept)
+        _feed(node.args[1], out, reading)
         return
-    if isinstance(node, ast.AnnAssign) and node.value and _is_plain(node, in_function):
+    if isinstance(node, ast.AnnAssign) and _is_plain(node, reading):
         node = ast.Assign(targets=[node.target], value=node.value, type_comment=None)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        in_function, kept = True, reads_annotations(node)
-    elif isinstance(node, ast.Lambda):
-        in_function = True
-    elif isinstance(node, ast.ClassDef):
-        in_function, kept = False, False
+    reading = reading.entering(node)
     out.append(type(node).__name__)
     out.append("(")
     for name in node._fields:
         out.append(name)
         out.append("=")
         if name in _ANNOTATION_FIELDS and isinstance(node, _ANNOTATED):
-            value = _runtime_annotation(node, name, in_function, kept)
+            value = reading.annotation(node, getattr(node, name, None))
         else:
             value = _field_value(node, name)
-        _feed(value, out, in_function, kept)
+        _feed(value, out, reading)
         out.append(",")
     out.append(")")
 
 
-def _is_plain(node: ast.AnnAssign, in_function: bool) -> bool:
+def _is_plain(node: ast.AnnAssign, reading: _Reading) -> TypeGuard[_Valued]:
     """`x: T = v` that is `x = v` once its annotation is left out: in a function (where an
-    annotation is never evaluated), or to an attribute or an item anywhere. Not a name's in
-    a class or module body (a dataclass or NamedTuple field is not a class attribute), nor a
-    bare `x: T` (in a function it makes `x` local)."""
-    return node.value is not None and (in_function or not isinstance(node.target, ast.Name))
+    annotation is never evaluated) that TorchScript does not compile (it types a local by
+    its annotation), or to an attribute or an item anywhere. Not a name's in a class or
+    module body (a dataclass or NamedTuple field is not a class attribute), nor a bare `x: T`
+    (in a function it makes `x` local)."""
+    if node.value is None or reading.reads == ALL:
+        return False
+    return reading.in_function or not isinstance(node.target, ast.Name)
 
 
-def normalized_fingerprint(nodes: list[ast.AST]) -> str:
+def normalized_fingerprint(
+    nodes: list[ast.AST], readers: ModuleReaders = UNKNOWN, enclosing: int | None = None
+) -> str:
     """A digest of what the nodes do. Import statements are compared as a set (their order
     is not behaviour the tests can see) unless a name they bind is bound by another of the
-    nodes too: then which binding wins depends on the order, and the import keeps its place."""
+    nodes too: then which binding wins depends on the order, and the import keeps its place.
+    `readers`: what of their module reads annotations; `enclosing`: the class of a method's
+    nodes reads all of its annotations (ALL) or not (NONE); by default the module's
+    statements (a config module's fields are read)."""
+    fields = (ALL if readers.config else NONE) if enclosing is None else enclosing
+    reading = _Reading(readers, fields=fields)
     digest = hashlib.sha1()
     imports: list[str] = []
     rebound = _names_bound_twice(nodes)
@@ -300,7 +320,7 @@ def normalized_fingerprint(nodes: list[ast.AST]) -> str:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a bare string statement (module docstring) is documentation
         out: list[str] = []
-        _feed(node, out)
+        _feed(node, out, reading)
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not rebound & _bound_names(node):
             imports.append("".join(out))
         else:
@@ -350,6 +370,10 @@ class Symbol:
     lineno: int
     # its statements less typing's `@overload` stubs (`runtime_definitions`); None: `nodes`
     runtime: list[ast.AST] | None = None
+    # what of its module reads annotations at run time, and for a method whether its class
+    # reads all of them (selection.python.runtime_annotations)
+    readers: ModuleReaders = UNKNOWN
+    enclosing: int | None = None
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -380,7 +404,7 @@ class Symbol:
                 from selection.python.for_us import for_us
 
                 nodes = for_us(nodes, tests)
-            self._cache[key] = normalized_fingerprint(nodes)
+            self._cache[key] = normalized_fingerprint(nodes, self.readers, self.enclosing)
         return str(self._cache[key])
 
     @property
@@ -457,7 +481,9 @@ def _with_stubs_left_out(symbol: Symbol, names: TypingNames) -> Symbol:
     return symbol
 
 
-def _class_symbols(node: ast.ClassDef, source: _Source, names: TypingNames) -> list[Symbol]:
+def _class_symbols(
+    node: ast.ClassDef, source: _Source, names: TypingNames, readers: ModuleReaders
+) -> list[Symbol]:
     methods = [s for s in node.body if isinstance(s, FUNCTION_DEFS)]
     others = [s for s in node.body if s not in methods]
     header = copy.copy(node)
@@ -468,13 +494,15 @@ def _class_symbols(node: ast.ClassDef, source: _Source, names: TypingNames) -> l
     body_start = (node.body[0].lineno - 1) if node.body else node.lineno
     head_text = "\n".join(source.lines[first : max(body_start, node.lineno)])
     header_hash = _hash_text(head_text, *(source.segment(s) for s in others))
-    symbols = [Symbol(node.name, "class", header_hash, [header], node.lineno)]
+    symbols = [Symbol(node.name, "class", header_hash, [header], node.lineno, readers=readers)]
+    reads = class_reads(node, readers)  # a scripted class's methods: every annotation
     by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for method in methods:  # a property's getter and setter share a name: one symbol
         by_name.setdefault(method.name, []).append(method)
     for name, defs in by_name.items():
         text_hash = _hash_text(*(source.segment(d) for d in defs))
-        symbol = Symbol(f"{node.name}.{name}", "method", text_hash, list(defs), defs[0].lineno)
+        qualname, line = f"{node.name}.{name}", defs[0].lineno
+        symbol = Symbol(qualname, "method", text_hash, list(defs), line, None, readers, reads)
         symbols.append(_with_stubs_left_out(symbol, names))
     return symbols
 
@@ -488,6 +516,7 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
     """
     source = _Source(text)
     typing = typing_names(tree)
+    readers = ModuleReaders.of(tree)
     symbols: dict[str, Symbol] = {}
     grouped: dict[str, list[ast.stmt]] = {}
     rest: list[ast.stmt] = []
@@ -495,7 +524,7 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
         if isinstance(stmt, FUNCTION_DEFS):
             grouped.setdefault(stmt.name, []).append(stmt)
         elif isinstance(stmt, ast.ClassDef):
-            for sym in _class_symbols(stmt, source, typing):
+            for sym in _class_symbols(stmt, source, typing, readers):
                 symbols[sym.qualname] = sym
         elif names := _assign_targets(stmt):
             for name in names:
@@ -512,8 +541,10 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
         text_hash = _hash_text(*(source.segment(s) for s in stmts))
         # the first statement's kind: `def f` then `f = wrap(f)` is a function
         kind = "function" if isinstance(stmts[0], FUNCTION_DEFS) else "assign"
-        symbol = Symbol(name, kind, text_hash, list(stmts), stmts[0].lineno)
+        symbol = Symbol(name, kind, text_hash, list(stmts), stmts[0].lineno, readers=readers)
         symbols[name] = _with_stubs_left_out(symbol, typing)
     text_hash = _hash_text(*(source.segment(s) for s in rest))
-    symbols[MODULE_SYMBOL] = Symbol(MODULE_SYMBOL, "module", text_hash, list(rest), 1)
+    symbols[MODULE_SYMBOL] = Symbol(
+        MODULE_SYMBOL, "module", text_hash, list(rest), 1, readers=readers
+    )
     return symbols

@@ -14,6 +14,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from selection.pyast import normalized_fingerprint
+from selection.python.runtime_annotations import read_annotations
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -102,8 +103,9 @@ def _definition_parts(
 
 
 def definition_changed(old: list[ast.AST], new: list[ast.AST]) -> bool:
-    """Do a function's decorators or default values differ (what runs where it is defined),
-    by behaviour? False for anything but one function on each side."""
+    """Do a function's decorators, default values or the annotations a decorator reads
+    differ (what runs where it is defined), by behaviour? False for anything but one
+    function on each side."""
     if len(old) != 1 or len(new) != 1:
         return False
     before, after = old[0], new[0]
@@ -115,7 +117,10 @@ def definition_changed(old: list[ast.AST], new: list[ast.AST]) -> bool:
 
 
 def _definition_time(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
-    return [ast.Expr(e) for e, _how in _definition_parts(node) if isinstance(e, ast.expr)]
+    """Its decorators and defaults, and the types a decorator builds from where it is
+    defined (custom_op's schema, the type singledispatch's `register` serves)."""
+    parts = [e for e, _how in _definition_parts(node) if isinstance(e, ast.expr)]
+    return [ast.Expr(e) for e in [*parts, *read_annotations(node)]]
 
 
 def calls_on_load(nodes: list[ast.AST]) -> bool:

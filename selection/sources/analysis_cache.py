@@ -39,6 +39,7 @@ ANALYSERS = (
     "selection.python.receivers",
     "selection.python.argument_classes",
     "selection.python.specialize",
+    "selection.python.runtime_annotations",
     "selection.gradients",
     "selection.observed",
     "selection.links.registrations",

@@ -68,7 +68,7 @@ def release_key(version: str) -> tuple[int, int, int] | None:
 def release_order_note(base: str, head: str) -> str | None:
     """A note when the releases are not an upgrade: the head older than the base (`--from
     2.14 --to 2.13`: the selection is then what moving back can break, which may not be what
-    was meant), or both the same release (`--from 2.13 --to 2.13.0`: nothing can change)."""
+    was meant), or both the same release (`--from 2.13.0 --to 2.13.0`: nothing can change)."""
     old, new = release_key(base), release_key(head)
     if old is None or new is None or new > old:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from selection.pyast import module_symbols, normalized_fingerprint, same_code
+from selection.python.load_time import definition_changed
 
 
 def fingerprint(source: str) -> str:
@@ -67,42 +68,90 @@ def test_an_annotation_in_a_class_or_module_body_is_kept() -> None:
     )
 
 
+def changed(old: str, new: str) -> list[str]:
+    """The symbols whose code differs, compared as the detect stage compares them."""
+    before = module_symbols(ast.parse(old), old)
+    after = module_symbols(ast.parse(new), new)
+    return [name for name in before if name in after and not same_code(before[name], after[name])]
+
+
 def test_a_dataclass_word_in_a_class_field_annotation_is_a_change() -> None:
     """`supports_out: ClassVar[bool] = True` in OpInfo (a dataclass) is no field, so every
     `OpInfo(..., supports_out=False)` raises: the annotation is read at run time. Other
-    annotation edits of a field (upstream's typing PRs) run nothing."""
+    annotation edits of a field (upstream's typing PRs) run nothing, nor does a ClassVar
+    in a class that is no dataclass."""
     field = "@dataclass\nclass C:\n    x: {} = 1\n"
-    assert fingerprint(field.format("bool")) != fingerprint(field.format("ClassVar[bool]"))
-    assert fingerprint(field.format("bool")) != fingerprint(field.format('"ClassVar[bool]"'))
-    assert fingerprint(field.format("bool")) != fingerprint(field.format("InitVar[bool]"))
-    assert fingerprint(field.format("bool")) == fingerprint(field.format("Optional[bool]"))
-    assert fingerprint(field.format("ClassVar[int]")) == fingerprint(
-        field.format("typing.ClassVar[int | None]")
-    )
+    for read in ("ClassVar[bool]", '"ClassVar[bool]"', "InitVar[bool]", "typing.ClassVar[bool]"):
+        assert changed(field.format("bool"), field.format(read)) == ["C"]
+    assert changed(field.format("bool"), field.format("Optional[bool]")) == []
+    assert changed(field.format("ClassVar[int]"), field.format("ClassVar[int | None]")) == []
+    bare = "@dataclasses.dataclass(frozen=True)\nclass C:\n    x: {}\n"
+    assert changed(bare.format("int"), bare.format("ClassVar[int]")) == ["C"]
+    assert changed(bare.format("int"), bare.format("int\n    _: KW_ONLY")) == ["C"]
+    plain = "class Module:\n    _version: {} = 1\n"
+    assert changed(plain.format("int"), plain.format("ClassVar[int]")) == []
 
 
-def test_annotations_a_decorator_reads_are_a_change() -> None:
-    """torch.library.custom_op builds the op's schema from the parameter types, and
-    singledispatch's `register` picks the type an implementation serves: there a changed
-    annotation changes behaviour. Undecorated, or in the body, it does not."""
+def test_annotations_a_decorator_builds_from_are_a_change() -> None:
+    """torch.library.custom_op builds the op's schema from the parameter types: there a
+    changed annotation changes behaviour, where the op is defined. Undecorated, in the
+    body, or in a function nested in it, an annotation is a type and runs nothing."""
     op = (
         '@torch.library.custom_op("lib::f", mutates_args=())\n'
-        "def f(x: Tensor, ids: {}) -> Tensor:\n    n: int = 1\n    return x\n"
+        "def f(x: Tensor, ids: {}) -> Tensor:\n"
+        "    n: int = 1\n"
+        "    def g(y: int) -> int:\n        return y\n"
+        "    return x\n"
     )
-    assert fingerprint(op.format("list[Tensor]")) != fingerprint(op.format("list[Tensor | None]"))
-    assert fingerprint(op.format("list[Tensor]")) == fingerprint(
-        op.format("list[Tensor]").replace("n: int = 1", "n = 1")
-    )
+    schema = op.format("list[Tensor]")
+    assert changed(schema, op.format("list[Tensor | None]")) == ["f"]
+    assert changed(schema, schema.replace("n: int = 1", "n = 1")) == []
+    assert changed(schema, schema.replace("g(y: int)", "g(y: float)")) == []
+    assert changed(schema, op.format('"list[Tensor]"')) == []  # infer_schema resolves it
     plain = "def f(x: Tensor, ids: {}) -> Tensor:\n    return x\n"
-    assert fingerprint(plain.format("list[Tensor]")) == fingerprint(
-        plain.format("list[Tensor | None]")
+    assert changed(plain.format("list[Tensor]"), plain.format("list[Tensor | None]")) == []
+    before, after = (list[ast.AST](ast.parse(op.format(t)).body) for t in ("list[Tensor]", "int"))
+    assert definition_changed(before, after)  # the schema is built where f is defined
+
+
+def test_the_type_a_singledispatch_implementation_serves_is_a_change() -> None:
+    """`@_to_dispatch.register` (torch._refs.to) picks the implementation by its first
+    parameter's type; `atexit.register` and a `register(int)` given the type read none."""
+    module = (
+        "@singledispatch\ndef dispatch(a):\n    raise NotImplementedError\n"
+        "@dispatch.register\ndef _device(device: {}) -> None:\n    pass\n"
+        "@atexit.register\ndef _cleanup() -> {}:\n    pass\n"
+        "@dispatch.register(int)\ndef _index(index: {}) -> None:\n    pass\n"
     )
-    served = "@show.register\ndef _(value: {}) -> str:\n    return 'v'\n"
-    assert fingerprint(served.format("int")) != fingerprint(served.format("float"))
-    # what reads them resolves a quoted type (the mutation benchmark's behaviour-free edit)
-    assert fingerprint(served.format("torch.device")) == fingerprint(
-        served.format('"torch.device"')
-    )
+    base = module.format("torch.device", "None", "int")
+    assert changed(base, module.format("str", "None", "int")) == ["_device"]
+    assert changed(base, module.format("torch.device", "Any", "object")) == []
+
+
+def test_torchscript_reads_every_annotation_of_what_it_compiles() -> None:
+    """A scripted function's locals are typed by their annotations (`out: List[int] = []`
+    compiles, `out = []` does not), and so are the methods of a scripted or interface
+    class, `export`ed methods and `_overload` stubs."""
+    body = "@torch.jit.script\ndef f(k: int) -> List[int]:\n    out{} = []\n    return out\n"
+    assert changed(body.format(": List[int]"), body.format("")) == ["f"]
+    for decorator in ("torch.jit.script", "jit.interface"):
+        cls = f"@{decorator}\nclass C:\n    def step(self, grads: {{}}) -> None:\n        pass\n"
+        assert changed(cls.format("list[Tensor | None]"), cls.format("list[Tensor]")) == ["C.step"]
+    exported = "class M:\n    @torch.jit.export\n    def f(self, x: {}) -> int:\n        return 1\n"
+    assert changed(exported.format("int"), exported.format("float")) == ["M.f"]
+    stub = "@_overload\ndef up(x: Tensor, size: {} = None) -> Tensor:\n    pass\n"
+    assert changed(stub.format("int | None"), stub.format("list[int] | None")) == ["up"]
+
+
+def test_a_config_module_reads_its_fields_annotations() -> None:
+    """`install_config_module` checks each option against its annotation (torch.compile's
+    `options=`): in a config module a field's type is behaviour, elsewhere it is not."""
+    config = "max_tries: {} = 3\nclass triton:\n    cudagraphs: {} = False\n"
+    tail = "install_config_module(sys.modules[__name__])\n"
+    base = config.format("int", "bool") + tail
+    assert changed(base, config.format("Optional[int]", "bool") + tail) == ["max_tries"]
+    assert changed(base, config.format("int", "Optional[bool]") + tail) == ["triton"]
+    assert changed(config.format("int", "bool"), config.format("Optional[int]", "bool")) == []
 
 
 IMPLEMENTATION = (

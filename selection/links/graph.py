@@ -241,7 +241,11 @@ class LinkGraph:
         return self._bits
 
     def reach(
-        self, starts: Iterable[Link], follow: Follow = default_follow, limit: int = 200_000
+        self,
+        starts: Iterable[Link],
+        follow: Follow = default_follow,
+        limit: int = 200_000,
+        crossed: set[Target] | None = None,
     ) -> dict[Target, Link]:
         """Every root (entry, template) that transitively uses a start, with the shortest
         chain of evidence: the start's own evidence, then one step per edge.
@@ -251,7 +255,9 @@ class LinkGraph:
         a start that is one: a changed formula), only those that compute gradients. A chain
         is kept per (root, through a registration, through a derivative), and the root gets
         the least narrowed (`_least_narrowed`), so that a root reached by a plain chain too
-        is reached in full, whichever chain is shorter."""
+        is reached in full, whichever chain is shorter. `crossed`, when given, gets the
+        ATen ops the walk crosses a registration edge into (a Python kernel on the way up
+        is registered for them)."""
         best: dict[_State, Link] = {}
         queue: deque[_State] = deque()
         for link in starts:
@@ -267,6 +273,8 @@ class LinkGraph:
             for edge in self.users.get(node, ()):
                 if not follow(edge) or (registered and not _follows_after_registration(edge)):
                     continue
+                if edge.kind == REGISTRATION and crossed is not None:
+                    crossed.add(edge.user)
                 nxt = (
                     edge.user,
                     registered or edge.kind == REGISTRATION,

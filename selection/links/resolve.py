@@ -211,7 +211,8 @@ def resolve(
         passed_over = frozenset().union(*(link.passed_over for link in through_graph))
         if passed_over:
             follow = _not_through(passed_over, follow)
-    roots = index.graph.reach(through_graph, follow)
+    ops: set[Target] = set()  # what the kernels on the way up are registered for
+    roots = index.graph.reach(through_graph, follow, crossed=ops)
     observed = index.observed
     per_link = [_asked(link) for link in through_graph]
     if (
@@ -227,8 +228,29 @@ def resolve(
         _observed_pairs(observed, asked, link.ran_with)
         for asked, link in zip(per_link, through_graph, strict=True)
     )
-    _with_observed(result, roots, observed, ran, through_graph[0], index, traced, limit, within)
+    dispatching = _dispatching(observed, ops) - ran[0] - ran[1]
+    runs = (*ran, dispatching)
+    first = through_graph[0]
+    kernels = frozenset(ops)
+    _with_observed(result, roots, observed, runs, first, index, traced, limit, within, kernels)
     return result
+
+
+def _names(ops: frozenset[Target], shown: int = 3) -> str:
+    names = sorted(f"aten::{op.name}" for op in ops)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _dispatching(observed: ObservedMap, ops: set[Target]) -> set[Pair]:
+    """The pairs whose recorded samples dispatch one of the ops (the eager paths run every
+    sample, the compiled one its first only): an instance tracing their samples runs the
+    kernel registered for it, whether or not the compiled recording did (`matmul` compiles
+    a vector product, `test_fake` traces its matrix samples through `meta_mm` too)."""
+    pairs: set[Pair] = set()
+    for op in ops:
+        pairs |= observed.pairs_running_aten(op.aten_base)
+    return pairs
 
 
 def _not_through(passed_over: frozenset[tuple[Target, Target]], follow: Follow) -> Follow:
@@ -281,22 +303,29 @@ def _with_observed(
     result: Resolution,
     roots: dict[Target, Link],
     observed: ObservedMap,
-    ran: tuple[set[Pair], set[Pair]],
+    ran: tuple[set[Pair], set[Pair], set[Pair]],
     first: Link,
     index: LinkIndex,
     traced: bool,
     limit: int | None,
     within: frozenset[str] | None,
+    kernel_ops: frozenset[Target] = frozenset(),
 ) -> None:
-    """`traced`: the change runs only where an instance traces its op. Past `limit`
+    """`ran`: the pairs that ran it in the eager paths, only in the compiled one, and those
+    that dispatch an op it is registered for (`_dispatching`, traced instances only).
+    `traced`: the change runs only where an instance traces its op. Past `limit`
     instances (counted per pair, of those `within`), the answer is `broad`: what the
     recording adds makes the change machinery, and its instances are listed only when
     asked (`Resolution.node_ids`)."""
     for root, link in roots.items():
         for inst in _unrecorded(root, index, traced or "registration" in link.kinds):
             result.add(inst, link)
-    eager, compiled = (_with_refs(pairs, index) for pairs in ran)
-    runs = ((frozenset(eager), traced), (frozenset(compiled), True))
+    eager, compiled, dispatching = (_with_refs(pairs, index) for pairs in ran)
+    runs: tuple[tuple[frozenset[Pair], bool], ...] = (
+        (frozenset(eager), traced),
+        (frozenset(compiled), True),
+        (frozenset(dispatching), True),
+    )
     if limit is not None and limit >= 0:
         static = result.reached.keys() & within if within is not None else result.reached
         # an upper bound first (pairs counted apart; a template's instances may be counted
@@ -317,9 +346,16 @@ def _with_observed(
     found = result.by_pair
     # the second path reaches only the tests that trace their op (compile, fake tensors,
     # make_fx, export): say that, not "compiled", to a fake-tensor test's reader
+    # the third: a kernel registered for an op runs wherever a sample dispatching it is
+    # traced, which the compiled recording (its first sample only) may not have done
+    paths = (
+        "executed when it ran",
+        "executed when its op was traced (recorded under torch.compile)",
+        f"runs where its samples are traced: they dispatch {_names(kernel_ops)}, which it is "
+        "the Python kernel of (or calls into)",
+    )
     result.observed_evidence = tuple(
-        (*first.evidence, Step("", "", f"executed when {path} {where}"))
-        for path in ("it ran", "its op was traced (recorded under torch.compile)")
+        (*first.evidence, Step("", "", f"{path} {where}")) for path in paths
     )
     for path, (pairs, traced_only) in enumerate(runs):
         for pair in sorted(pairs - done):

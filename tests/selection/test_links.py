@@ -84,6 +84,33 @@ def test_a_decomposition_helper_reaches_the_op_it_is_registered_for_with_its_evi
     )
 
 
+def test_with_a_recording_a_kernel_reaches_the_traced_tests_of_every_pair_dispatching_its_op(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """The recording compiles a pair's first sample only: mul's float32 pair never ran its
+    decomposition there, yet its samples dispatch aten::mul, which test_fake traces through
+    the decomposition (and `_halve`, which it calls). Its eager tests stay out."""
+    observed = ObservedMap(torch_version="9.1.0", device="spyre")
+    path = "torch/_decomp/decompositions.py"
+    decomposition = [f"{path}::mul", f"{path}::_halve"]
+    observed.add(("opinfo", "mul", "float16"), ["mul.Tensor"], [], [], decomposition)
+    observed.add(("opinfo", "mul", "float32"), ["mul.Tensor"], [])
+    deps = tmp_path / "deps.json"
+    deps.write_text(json.dumps(observed.to_document()), encoding="utf-8")
+    head = edit(library, path, "x * 0.5", "x / 2")
+    upstream, manifest = library
+    state = select_from(upstream, manifest, upstream.base, head, tmp_path, deps=str(deps))
+    assert selected(state) == {"test_fake_mul_spyre_float16", "test_fake_mul_spyre_float32"}
+    [proxy] = [
+        c.evidence
+        for c in state.candidates[
+            "test/test_ops.py::TestCommonSPYRE::test_fake_mul_spyre_float32"
+        ].causes
+        if c.stage == "map"
+    ]
+    assert proxy[-1].startswith("runs where its samples are traced: they dispatch aten::mul")
+
+
 def test_on_a_device_whose_eager_ops_are_compiled_a_decomposition_reaches_every_test_of_its_op(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:

@@ -72,16 +72,18 @@ def diff_symbols(
         elif not same_code(old[name], new[name]):
             same_for_us = same_code_for_us(old[name], new[name], tests)
             before, after = old[name].runtime_nodes, new[name].runtime_nodes
-            confined = confined_to_nested(name, before, after)
-            definition = definition_changed(before, after)
-            failure_only = confined_to_failure(before, after)
+            # the narrowing analyses compare as the symbol did (its module's readers)
+            fingerprint = old[name].fingerprinter()
+            confined = confined_to_nested(name, before, after, fingerprint)
+            definition = definition_changed(before, after, old[name].readers)
+            failure_only = confined_to_failure(before, after, fingerprint)
             # test code's op lists make tests (which tests exist), not lookups; a function's,
             # not a module-level table's: the recording tells which pairs ran a function
             listed = not tests and not failure_only and old[name].kind in ("function", "method")
-            op_list = op_list_edit(before, after) if listed else ()
+            op_list = op_list_edit(before, after, fingerprint) if listed else ()
             # a function's own parameters: a method's calls fill them shifted by the receiver
             plain = old[name].kind == "function" and not same_for_us
-            unchanged = unchanged_for(before, after, top_level) if plain else ()
+            unchanged = unchanged_for(before, after, top_level, fingerprint) if plain else ()
             changes.append(
                 SymbolChange(
                     path,

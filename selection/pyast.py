@@ -11,27 +11,30 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from selection.devices import names_cpu_test_decorator, names_other_device
 from selection.python.runtime_annotations import (
-    ALL,
-    NONE,
-    SIGNATURE,
     UNKNOWN,
+    Fields,
     ModuleReaders,
-    class_reads,
+    Reads,
+    class_fields,
     dataclass_words,
     function_reads,
-    is_dataclass,
+    module_fields,
     reads_text,
     unquoted,
 )
 
 MODULE_SYMBOL = "<module>"
+# what tells two pieces of code apart by behaviour (`normalized_fingerprint`, bound to where
+# the code stands: Symbol.fingerprinter)
+Fingerprint = Callable[[list[ast.AST]], str]
 
 
 def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -213,46 +216,43 @@ class _Valued(ast.AnnAssign):
 @dataclass(frozen=True)
 class _Reading:
     """Where `_feed` stands, for the annotations read at run time
-    (selection.python.runtime_annotations): the module's readers, whether in a function, and
-    how much of this scope's annotations is behaviour (`fields`: a class or module body's
-    field annotations, `WORDS` for a dataclass's)."""
+    (selection.python.runtime_annotations): the module's readers, whether in a function, how
+    much of this function's annotations is behaviour, and how this class or module body's
+    field annotations are read."""
 
     readers: ModuleReaders = UNKNOWN
     in_function: bool = False
-    reads: int = NONE
+    reads: Reads = Reads.NONE
     text: bool = False  # the reader compares annotation text (a quoted type differs)
-    fields: int = NONE
+    fields: Fields = Fields.TYPES
 
     def entering(self, node: ast.AST) -> _Reading:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            reads = function_reads(node, self.readers, self.fields if self.fields == ALL else NONE)
+            scripted = self.fields is Fields.SCRIPT and not self.in_function
+            reads = function_reads(node, self.readers, scripted)
             return _Reading(self.readers, True, reads, reads_text(node))
         if isinstance(node, ast.Lambda):
             return _Reading(self.readers, True, self.reads, self.text)
         if isinstance(node, ast.ClassDef):
-            fields = class_reads(node, self.readers)
-            if fields == NONE and is_dataclass(node):
-                fields = WORDS
-            return _Reading(self.readers, fields=fields)
+            return _Reading(self.readers, fields=class_fields(node, self.readers))
         return self
 
     def annotation(self, node: ast.AST, value: ast.expr | None) -> object:
         """What of an annotation the comparison sees (None: nothing)."""
         if value is None:
             return None
-        read = self.reads == ALL or (
-            self.reads == SIGNATURE and isinstance(node, (ast.arg, *FUNCTION_DEFS))
+        read = self.reads is Reads.ALL or (
+            self.reads is Reads.SIGNATURE and isinstance(node, (ast.arg, *FUNCTION_DEFS))
         )
-        if not read and isinstance(node, ast.AnnAssign) and not self.in_function:
-            if self.fields == WORDS:
-                return dataclass_words(value)
-            read = self.fields == ALL
-        if not read:
+        if read:
+            return value if self.text else unquoted(value)
+        if not isinstance(node, ast.AnnAssign) or self.in_function:
             return None  # annotations describe types, they do not run
-        return value if self.text else unquoted(value)
-
-
-WORDS = ALL + 1  # a dataclass body: the ClassVar / InitVar / KW_ONLY its fields name
+        if self.fields is Fields.DATACLASS:
+            return dataclass_words(value)
+        if self.fields is Fields.CONFIG:
+            return value  # checked as written
+        return unquoted(value) if self.fields is Fields.SCRIPT else None
 
 
 def _feed(node: object, out: list[str], reading: _Reading) -> None:
@@ -297,21 +297,20 @@ def _is_plain(node: ast.AnnAssign, reading: _Reading) -> TypeGuard[_Valued]:
     its annotation), or to an attribute or an item anywhere. Not a name's in a class or
     module body (a dataclass or NamedTuple field is not a class attribute), nor a bare `x: T`
     (in a function it makes `x` local)."""
-    if node.value is None or reading.reads == ALL:
+    if node.value is None or reading.reads is Reads.ALL:
         return False
     return reading.in_function or not isinstance(node.target, ast.Name)
 
 
 def normalized_fingerprint(
-    nodes: list[ast.AST], readers: ModuleReaders = UNKNOWN, enclosing: int | None = None
+    nodes: list[ast.AST], readers: ModuleReaders = UNKNOWN, enclosing: Fields | None = None
 ) -> str:
     """A digest of what the nodes do. Import statements are compared as a set (their order
     is not behaviour the tests can see) unless a name they bind is bound by another of the
     nodes too: then which binding wins depends on the order, and the import keeps its place.
-    `readers`: what of their module reads annotations; `enclosing`: the class of a method's
-    nodes reads all of its annotations (ALL) or not (NONE); by default the module's
-    statements (a config module's fields are read)."""
-    fields = (ALL if readers.config else NONE) if enclosing is None else enclosing
+    `readers`: what of their module reads annotations; `enclosing`: how a method's class
+    reads them (by default the nodes are the module's statements)."""
+    fields = module_fields(readers) if enclosing is None else enclosing
     reading = _Reading(readers, fields=fields)
     digest = hashlib.sha1()
     imports: list[str] = []
@@ -373,7 +372,7 @@ class Symbol:
     # what of its module reads annotations at run time, and for a method whether its class
     # reads all of them (selection.python.runtime_annotations)
     readers: ModuleReaders = UNKNOWN
-    enclosing: int | None = None
+    enclosing: Fields | None = None
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -406,6 +405,14 @@ class Symbol:
                 nodes = for_us(nodes, tests)
             self._cache[key] = normalized_fingerprint(nodes, self.readers, self.enclosing)
         return str(self._cache[key])
+
+    def fingerprinter(self) -> Fingerprint:
+        """`normalized_fingerprint` for parts of this symbol's code, read where it stands
+        (its module's and class's annotation readers), as the narrowing analyses need it:
+        they must see every difference its own fingerprint sees."""
+        return functools.partial(
+            normalized_fingerprint, readers=self.readers, enclosing=self.enclosing
+        )
 
     @property
     def refs(self) -> frozenset[str]:
@@ -495,14 +502,16 @@ def _class_symbols(
     head_text = "\n".join(source.lines[first : max(body_start, node.lineno)])
     header_hash = _hash_text(head_text, *(source.segment(s) for s in others))
     symbols = [Symbol(node.name, "class", header_hash, [header], node.lineno, readers=readers)]
-    reads = class_reads(node, readers)  # a scripted class's methods: every annotation
+    fields = class_fields(node, readers)  # a scripted class's methods: every annotation
     by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for method in methods:  # a property's getter and setter share a name: one symbol
         by_name.setdefault(method.name, []).append(method)
     for name, defs in by_name.items():
         text_hash = _hash_text(*(source.segment(d) for d in defs))
         qualname, line = f"{node.name}.{name}", defs[0].lineno
-        symbol = Symbol(qualname, "method", text_hash, list(defs), line, None, readers, reads)
+        symbol = Symbol(
+            qualname, "method", text_hash, list(defs), line, readers=readers, enclosing=fields
+        )
         symbols.append(_with_stubs_left_out(symbol, names))
     return symbols
 

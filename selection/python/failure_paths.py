@@ -34,7 +34,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from selection.pyast import FUNCTION_DEFS, normalized_fingerprint, own_nodes
+from selection.pyast import FUNCTION_DEFS, Fingerprint, normalized_fingerprint, own_nodes
 
 # torch's check functions and the position of their message argument. The message is
 # formatted only when the check fails (a callable is called then, a string used then).
@@ -69,16 +69,19 @@ _FRESH = (
 )
 
 
-def confined_to_failure(old: list[ast.AST], new: list[ast.AST]) -> bool:
+def confined_to_failure(
+    old: list[ast.AST], new: list[ast.AST], fingerprint: Fingerprint = normalized_fingerprint
+) -> bool:
     """Whether the two revisions of one function (or method) differ only on failing paths:
-    they differ, and are equal once those are blanked."""
+    they differ, and are equal once those are blanked (`fingerprint`: the symbol's
+    comparison, Symbol.fingerprinter)."""
     if len(old) != 1 or len(new) != 1:
         return False
     if not all(isinstance(n, FUNCTION_DEFS) for n in (*old, *new)):
         return False
-    if normalized_fingerprint(old) == normalized_fingerprint(new):
+    if fingerprint(old) == fingerprint(new):
         return False
-    return normalized_fingerprint(success_path(old)) == normalized_fingerprint(success_path(new))
+    return fingerprint(success_path(old)) == fingerprint(success_path(new))
 
 
 def success_path(nodes: list[ast.AST]) -> list[ast.AST]:

@@ -14,7 +14,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from selection.pyast import normalized_fingerprint
-from selection.python.runtime_annotations import read_annotations
+from selection.python.runtime_annotations import UNKNOWN, ModuleReaders, built_where_defined
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -102,25 +102,32 @@ def _definition_parts(
     yield from ((d, "reference") for d in defaults if d is not None)
 
 
-def definition_changed(old: list[ast.AST], new: list[ast.AST]) -> bool:
-    """Do a function's decorators, default values or the annotations a decorator reads
-    differ (what runs where it is defined), by behaviour? False for anything but one
-    function on each side."""
+def definition_changed(
+    old: list[ast.AST], new: list[ast.AST], readers: ModuleReaders = UNKNOWN
+) -> bool:
+    """Do a function's decorators, default values or what a decorator builds from where it
+    is defined (custom_op's schema) differ, by behaviour? False for anything but one
+    function on each side. `readers`: what of its module reads annotations."""
     if len(old) != 1 or len(new) != 1:
         return False
     before, after = old[0], new[0]
     if not isinstance(before, FUNCTION_DEFS) or not isinstance(after, FUNCTION_DEFS):
         return False
-    return normalized_fingerprint(_definition_time(before)) != normalized_fingerprint(
-        _definition_time(after)
+    return normalized_fingerprint(_definition_time(before, readers)) != normalized_fingerprint(
+        _definition_time(after, readers)
     )
 
 
-def _definition_time(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
-    """Its decorators and defaults, and the types a decorator builds from where it is
-    defined (custom_op's schema, the type singledispatch's `register` serves)."""
+def _definition_time(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, readers: ModuleReaders
+) -> list[ast.AST]:
+    """Its decorators and defaults, and what a decorator builds from where it is defined
+    (runtime_annotations.built_where_defined), each one expression statement (none a bare
+    constant, which the comparison would take for a docstring)."""
     parts = [e for e, _how in _definition_parts(node) if isinstance(e, ast.expr)]
-    return [ast.Expr(e) for e in [*parts, *read_annotations(node)]]
+    built = built_where_defined(node, readers)
+    parts += [built] if built is not None else []
+    return [ast.Expr(ast.Tuple(elts=[part], ctx=ast.Load())) for part in parts]
 
 
 def calls_on_load(nodes: list[ast.AST]) -> bool:

@@ -15,7 +15,7 @@ import copy
 from dataclasses import dataclass
 
 from selection.observed import NESTED
-from selection.pyast import FUNCTION_DEFS, normalized_fingerprint
+from selection.pyast import FUNCTION_DEFS, Fingerprint, normalized_fingerprint
 from selection.python.nesting import runs_in_place
 
 
@@ -32,16 +32,22 @@ class Confined:
     nesting: int = 0
 
 
-def confined_to_nested(qualname: str, old: list[ast.AST], new: list[ast.AST]) -> Confined:
+def confined_to_nested(
+    qualname: str,
+    old: list[ast.AST],
+    new: list[ast.AST],
+    fingerprint: Fingerprint = normalized_fingerprint,
+) -> Confined:
     """The nested functions whose bodies differ, innermost first found, when the code around
     them is equal (the function's own code, and each enclosing nested function's own code);
-    Confined() when its own code changed (or it is not one function)."""
+    Confined() when its own code changed (or it is not one function). `fingerprint`: the
+    symbol's comparison (Symbol.fingerprinter)."""
     if len(old) != 1 or len(new) != 1:
         return Confined()
     before, after = old[0], new[0]
     if not isinstance(before, FUNCTION_DEFS) or not isinstance(after, FUNCTION_DEFS):
         return Confined()
-    return _confined(qualname, before, after, 0) or Confined()
+    return _confined(qualname, before, after, 0, fingerprint) or Confined()
 
 
 def _confined(
@@ -49,22 +55,23 @@ def _confined(
     before: ast.FunctionDef | ast.AsyncFunctionDef,
     after: ast.FunctionDef | ast.AsyncFunctionDef,
     depth: int,
+    fingerprint: Fingerprint,
 ) -> Confined | None:
     """None when `before`'s own code differs from `after`'s (`depth`: how deep it runs)."""
     old_nested, new_nested = _nested_defs(before), _nested_defs(after)
     if [d.name for d in old_nested] != [d.name for d in new_nested]:
         return None
-    if normalized_fingerprint([_skeleton(before)]) != normalized_fingerprint([_skeleton(after)]):
+    if fingerprint([_skeleton(before)]) != fingerprint([_skeleton(after)]):
         return None
     in_place = runs_in_place(before.body)
     names: list[str] = []
     nesting: int | None = None
     for a, b in zip(old_nested, new_nested, strict=True):
-        if normalized_fingerprint([a]) == normalized_fingerprint([b]):
+        if fingerprint([a]) == fingerprint([b]):
             continue
         name = f"{qualname}{NESTED}{a.name}"
         level = depth if a.name in in_place else depth + 1
-        inner = _confined(name, a, b, level)
+        inner = _confined(name, a, b, level, fingerprint)
         if inner is None or not inner.names:  # its own code changed
             inner = Confined((name,), level)
         names += inner.names

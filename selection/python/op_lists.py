@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from selection.pyast import normalized_fingerprint
+from selection.pyast import Fingerprint, normalized_fingerprint
 
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 _PLACEHOLDER = "__op_list__"  # never equal to a real `[]`, so lists pair up by position
@@ -108,16 +108,19 @@ def _has_op_reference(nodes: list[ast.AST]) -> bool:
     )
 
 
-def op_list_edit(old: list[ast.AST], new: list[ast.AST]) -> tuple[str, ...]:
+def op_list_edit(
+    old: list[ast.AST], new: list[ast.AST], fingerprint: Fingerprint = normalized_fingerprint
+) -> tuple[str, ...]:
     """The ops an op-list edit adds ("+cosh") or removes ("-lerp"), sorted by op, or () when
-    the two revisions are not an op-list edit (see the module docstring)."""
+    the two revisions are not an op-list edit (see the module docstring). `fingerprint`:
+    the symbol's comparison (Symbol.fingerprinter)."""
     if not _has_op_reference(old) and not _has_op_reference(new):
         return ()
     old_shells, old_lists = _op_lists(old)
     new_shells, new_lists = _op_lists(new)
     if not old_lists or len(old_lists) != len(new_lists):
         return ()
-    if normalized_fingerprint(old_shells) != normalized_fingerprint(new_shells):
+    if fingerprint(old_shells) != fingerprint(new_shells):
         return ()
     changed: set[str] = set()
     for before, after in zip(old_lists, new_lists, strict=True):

@@ -4,45 +4,62 @@ Annotations mostly describe types and run nothing, so the behaviour comparison
 (selection.pyast) leaves them out. Some are read, and there an edit changes what runs:
 
 - the parameter and return types of a function a decorator builds from:
-  `torch.library.custom_op` and `triton_op` (the op's schema), `torch._numpy`'s
-  `normalizer` (which converter each argument gets), functools.singledispatch's
-  `@f.register` with no type given (which type the implementation serves), TorchScript's
-  `ignore`/`unused` (the Python call's types in a scripted graph);
+  `torch.library.custom_op` and `triton_op` (the op's schema, built where the function is
+  defined, from its parameters' names and types), functools.singledispatch's
+  `@f.register` with no type given, for an `f` of the same module (which type the
+  implementation serves, also fixed where it is defined), `torch._numpy`'s `normalizer`
+  (which converter each argument gets) and TorchScript's `ignore`/`unused` (the Python
+  call's types in a scripted graph);
 - every annotation of a function TorchScript compiles (`script`, `script_method`, `export`,
   `_overload`, `_overload_method`: a local's annotation types it, `out: List[int] = []`)
   and of the methods and fields of a class it compiles (`@torch.jit.script`,
   `@torch.jit.interface`);
-- the fields of a config module (`install_config_module`: each option's type is checked
-  against its annotation);
-- in a dataclass, the ClassVar / InitVar / KW_ONLY a field's annotation names (a ClassVar
-  is no field, so no constructor argument: `supports_out: ClassVar[bool] = True` in OpInfo
-  breaks every `OpInfo(..., supports_out=False)`).
+- the fields of a config module (`install_config_module` checks each option against its
+  annotation as written: a quoted `'int'` is no type there);
+- the ClassVar / InitVar / KW_ONLY a field's annotation names in a decorated class (a
+  dataclass, or a decorator making one: `ir_dataclass`, `dataclass_with_cached_hash`): a
+  ClassVar is no field, so no constructor argument (`supports_out: ClassVar[bool] = True`
+  in OpInfo breaks every `OpInfo(..., supports_out=False)`).
 
-A type given as a string is the type it names for all of these but the config module and
-`normalizer`, which read the text (`_unquoted`). Not covered (docs/selection.md, known
-limits): `torch.jit.script(module)` reading an `nn.Module`'s class-body annotations, checks
-run when a function is defined (`out_wrapper` asserts a known return annotation; an
-annotation naming what is not defined raises NameError on import), and `typing.get_type_hints`
-in export's serializer.
+Elsewhere a type given as a string is the type it names (`unquoted`: the readers resolve
+it); `normalizer` and config modules read the text. What is not covered is listed in
+docs/selection.md, "Known limits".
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from enum import Enum
 
-# Decorators that build from a function's signature types, and TorchScript's, which read its
-# every annotation. Matched by the decorator's last name (`torch.library.custom_op(...)`).
-SIGNATURE_READERS = frozenset({"custom_op", "triton_op", "normalizer", "ignore", "unused"})
+
+class Reads(Enum):
+    """How much of a function's annotations is behaviour."""
+
+    NONE = 0
+    SIGNATURE = 1  # its parameters' and return types
+    ALL = 2  # every annotation in it (TorchScript compiles it)
+
+
+class Fields(Enum):
+    """How a class or module body's field annotations (`x: T = v`) are read."""
+
+    TYPES = 0  # not at all
+    DATACLASS = 1  # the ClassVar / InitVar / KW_ONLY words they name
+    CONFIG = 2  # as written (install_config_module)
+    SCRIPT = 3  # as the types they name (a TorchScript class: its methods' too)
+
+
+# Decorators that build from a function's signature, where it is defined (DEFINED) or when
+# it is called or scripted; TorchScript's, which read its every annotation. Matched by the
+# decorator's last name (`torch.library.custom_op("ns::f", ...)`).
+DEFINED = frozenset({"custom_op", "triton_op"})
+SIGNATURE_READERS = DEFINED | {"normalizer", "ignore", "unused"}
 SCRIPT_FUNCTIONS = frozenset({"script", "script_method", "export", "_overload", "_overload_method"})
 SCRIPT_CLASSES = frozenset({"script", "interface"})
 DISPATCHERS = frozenset({"singledispatch", "singledispatchmethod"})
 DATACLASS_WORDS = ("ClassVar", "InitVar", "KW_ONLY")
-# Readers that compare the annotation's text, where quoting a type changes it.
-TEXT_READERS = frozenset({"normalizer"})
-
-# How much of a scope's annotations is behaviour.
-NONE, SIGNATURE, ALL = 0, 1, 2
+TEXT_READERS = frozenset({"normalizer"})  # quoting a type changes what it reads
 
 
 def last_name(node: ast.expr) -> str:
@@ -56,27 +73,33 @@ def last_name(node: ast.expr) -> str:
 @dataclass(frozen=True)
 class ModuleReaders:
     """What of a module makes its annotations read: it installs a config module; the
-    names of its singledispatch functions (whose `@name.register` reads a type)."""
+    names of its singledispatch functions, whose `@name.register` reads a type (`any_register`:
+    the module is not known, any `x.register` may)."""
 
     config: bool = False
     dispatchers: frozenset[str] = frozenset()
+    any_register: bool = False
 
     @staticmethod
     def of(tree: ast.Module) -> ModuleReaders:
-        config = any(
-            isinstance(node, ast.Call) and last_name(node) == "install_config_module"
-            for node in ast.walk(tree)
-        )
-        dispatchers = frozenset(
-            node.name
-            for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and any(last_name(d) in DISPATCHERS for d in node.decorator_list)
-        )
-        return ModuleReaders(config, dispatchers)
+        """Read from the module's and its classes' statements only (a whole-tree walk per
+        module doubled the cost of reading its symbols)."""
+        config, dispatchers = False, set[str]()
+        statements = list(tree.body)
+        while statements:
+            stmt = statements.pop()
+            if isinstance(stmt, ast.ClassDef):
+                statements.extend(stmt.body)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(last_name(d) in DISPATCHERS for d in stmt.decorator_list):
+                    dispatchers.add(stmt.name)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                # `install_config_module(sys.modules[__name__])`, or an alias of it
+                config = config or last_name(stmt.value).endswith("install_config_module")
+        return ModuleReaders(config, frozenset(dispatchers))
 
 
-UNKNOWN = ModuleReaders(dispatchers=frozenset({"*"}))  # no module seen: any `x.register`
+UNKNOWN = ModuleReaders(any_register=True)  # no module seen: any `x.register` may read
 
 
 def _registers(decorator: ast.expr, readers: ModuleReaders) -> bool:
@@ -89,34 +112,36 @@ def _registers(decorator: ast.expr, readers: ModuleReaders) -> bool:
     if not (isinstance(decorator, ast.Attribute) and decorator.attr == "register"):
         return False
     owner = decorator.value
-    name = owner.id if isinstance(owner, ast.Name) else ""
-    return "*" in readers.dispatchers or name in readers.dispatchers
+    return readers.any_register or (isinstance(owner, ast.Name) and owner.id in readers.dispatchers)
 
 
 def function_reads(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, readers: ModuleReaders, enclosing: int
-) -> int:
-    """How much of the function's annotations is behaviour (`enclosing`: its class's)."""
+    node: ast.FunctionDef | ast.AsyncFunctionDef, readers: ModuleReaders, scripted: bool
+) -> Reads:
+    """How much of the function's annotations is behaviour (`scripted`: TorchScript compiles
+    its class)."""
     names = {last_name(d) for d in node.decorator_list}
-    if enclosing == ALL or names & SCRIPT_FUNCTIONS:
-        return ALL
+    if scripted or names & SCRIPT_FUNCTIONS:
+        return Reads.ALL
     if names & SIGNATURE_READERS or any(_registers(d, readers) for d in node.decorator_list):
-        return SIGNATURE
-    return NONE
+        return Reads.SIGNATURE
+    return Reads.NONE
 
 
 def reads_text(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(last_name(d) in TEXT_READERS for d in node.decorator_list)
 
 
-def class_reads(node: ast.ClassDef, readers: ModuleReaders) -> int:
-    """ALL for a class TorchScript compiles, or any class of a config module."""
-    scripted = any(last_name(d) in SCRIPT_CLASSES for d in node.decorator_list)
-    return ALL if scripted or readers.config else NONE
+def class_fields(node: ast.ClassDef, readers: ModuleReaders) -> Fields:
+    if any(last_name(d) in SCRIPT_CLASSES for d in node.decorator_list):
+        return Fields.SCRIPT
+    if readers.config:
+        return Fields.CONFIG
+    return Fields.DATACLASS if node.decorator_list else Fields.TYPES
 
 
-def is_dataclass(node: ast.ClassDef) -> bool:
-    return any(last_name(d) == "dataclass" for d in node.decorator_list)
+def module_fields(readers: ModuleReaders) -> Fields:
+    return Fields.CONFIG if readers.config else Fields.TYPES
 
 
 def dataclass_words(annotation: ast.expr) -> list[str]:
@@ -140,15 +165,30 @@ def unquoted(annotation: ast.expr) -> ast.expr:
     return annotation
 
 
-def read_annotations(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, readers: ModuleReaders = UNKNOWN
-) -> list[ast.expr]:
-    """The signature annotations a decorator of the function reads when it is defined (the
-    op's schema, the dispatch type): part of what its definition runs."""
-    if function_reads(node, readers, NONE) == NONE:
-        return []
+def built_where_defined(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, readers: ModuleReaders
+) -> ast.expr | None:
+    """What a decorator builds from where the function is defined (custom_op's schema: its
+    parameters' names, kinds and types; the type a singledispatch `register` serves), as
+    one expression; None when no decorator does."""
+    decorators = node.decorator_list
+    if not (
+        {last_name(d) for d in decorators} & DEFINED
+        or any(_registers(d, readers) for d in decorators)
+    ):
+        return None
     args = node.args
-    params = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
-    found = [p.annotation for p in params if p is not None and p.annotation is not None]
-    found += [node.returns] if node.returns is not None else []
-    return found if reads_text(node) else [unquoted(a) for a in found]
+    kinds: tuple[list[ast.arg | None], ...] = (
+        list(args.posonlyargs), list(args.args), [args.vararg], list(args.kwonlyargs), [args.kwarg]
+    )  # fmt: skip
+    parts: list[ast.expr] = []
+    for kind, params in enumerate(kinds):
+        for param in params:
+            if param is not None:
+                parts += [ast.Constant(f"{kind}:{param.arg}"), _annotation(param.annotation)]
+    parts.append(_annotation(node.returns))
+    return ast.Tuple(elts=parts, ctx=ast.Load())
+
+
+def _annotation(annotation: ast.expr | None) -> ast.expr:
+    return ast.Constant(None) if annotation is None else unquoted(annotation)

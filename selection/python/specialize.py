@@ -32,7 +32,7 @@ import copy
 from collections.abc import Callable, Iterator
 
 from selection.model import UnchangedFor
-from selection.pyast import FUNCTION_DEFS, normalized_fingerprint, own_nodes
+from selection.pyast import FUNCTION_DEFS, Fingerprint, normalized_fingerprint, own_nodes
 from selection.python.argument_classes import (
     BOOL,
     BYTES,
@@ -52,11 +52,15 @@ from selection.python.receivers import bound_by
 
 
 def unchanged_for(
-    old: list[ast.AST], new: list[ast.AST], module_names: frozenset[str] = frozenset()
+    old: list[ast.AST],
+    new: list[ast.AST],
+    module_names: frozenset[str] = frozenset(),
+    fingerprint: Fingerprint = normalized_fingerprint,
 ) -> tuple[UnchangedFor, ...]:
     """Per parameter, the classes of values for which the two revisions of one function
     behave alike; empty when none is known (or the two are not one function each).
-    `module_names`: what the module binds at its top level."""
+    `module_names`: what the module binds at its top level; `fingerprint`: the symbol's
+    comparison (Symbol.fingerprinter)."""
     if len(old) != 1 or len(new) != 1:
         return ()
     before, after = old[0], new[0]
@@ -83,11 +87,12 @@ def unchanged_for(
         classes = frozenset(
             code
             for codes in groups.values()
-            if _alike(before, after, _specializing(param, codes[0], shadowed), scopes)
+            if _alike(before, after, _specializing(param, codes[0], shadowed), scopes, fingerprint)
             for code in codes
         )
         if classes:
-            found.append(UnchangedFor(param, classes, _same_default(before, after, param, classes)))
+            same = _same_default(before, after, param, classes, fingerprint)
+            found.append(UnchangedFor(param, classes, same))
     return tuple(found)
 
 
@@ -114,7 +119,11 @@ Scope = tuple[frozenset[str], frozenset[str], bool]
 
 
 def _alike(
-    before: ast.AST, after: ast.AST, specialize: Specialize, scopes: tuple[Scope, Scope]
+    before: ast.AST,
+    after: ast.AST,
+    specialize: Specialize,
+    scopes: tuple[Scope, Scope],
+    fingerprint: Fingerprint,
 ) -> bool:
     """The two revisions, specialized, are the same code, and cutting changed what neither
     does: no name it made no longer local is read, no `global`/`nonlocal` or `yield`
@@ -122,7 +131,7 @@ def _alike(
     old, new = specialize(before), specialize(after)
     if not (_cut_safely(scopes[0], old) and _cut_safely(scopes[1], new)):
         return False
-    return normalized_fingerprint([old]) == normalized_fingerprint([new])
+    return fingerprint([old]) == fingerprint([new])
 
 
 def _cut_safely(original: Scope, cut: ast.AST) -> bool:
@@ -160,11 +169,12 @@ def _same_default(
     after: ast.FunctionDef | ast.AsyncFunctionDef,
     param: str,
     classes: frozenset[str],
+    fingerprint: Fingerprint,
 ) -> bool:
     old, new = _default(before, param), _default(after, param)
     if old is None or new is None:
         return False
-    if normalized_fingerprint([old]) != normalized_fingerprint([new]):
+    if fingerprint([old]) != fingerprint([new]):
         return False
     return signature_of(after).default(param) in classes
 

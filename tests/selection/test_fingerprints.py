@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 
+from selection.detect import diff_symbols
 from selection.pyast import module_symbols, normalized_fingerprint, same_code
 from selection.python.load_time import definition_changed
+from selection.python.runtime_annotations import ModuleReaders
 
 
 def fingerprint(source: str) -> str:
@@ -152,6 +154,65 @@ def test_a_config_module_reads_its_fields_annotations() -> None:
     assert changed(base, config.format("Optional[int]", "bool") + tail) == ["max_tries"]
     assert changed(base, config.format("int", "Optional[bool]") + tail) == ["triton"]
     assert changed(config.format("int", "bool"), config.format("Optional[int]", "bool")) == []
+
+
+def test_a_dataclass_made_by_another_decorator_reads_the_words_too() -> None:
+    """`@ir_dataclass` (torch._inductor.ir) and `@dataclass_with_cached_hash` make dataclasses
+    under other names: `_force_realize: ClassVar[bool]` turned into a field is a change."""
+    for decorator in ("ir_dataclass", "dataclass_with_cached_hash"):
+        cls = f"@{decorator}\nclass Buffer:\n    _force_realize: {{}} = False\n"
+        assert changed(cls.format("ClassVar[bool]"), cls.format("bool")) == ["Buffer"]
+
+
+def test_a_config_module_installed_under_another_name_reads_its_fields_as_written() -> None:
+    """`_install_config_module(...)` too; and `install_config_module` compares a value
+    with the annotation as written, so a quoted `'int'` is no `int` there. Its functions'
+    annotations are not read."""
+    config = "max_tries: {} = 3\ndef f(x: {}) -> None:\n    pass\n"
+    tail = "_install_config_module(sys.modules[__name__])\n"
+    base = config.format("int", "int") + tail
+    assert changed(base, config.format('"int"', "int") + tail) == ["max_tries"]
+    assert changed(base, config.format("int", "float") + tail) == []
+
+
+def test_the_narrowing_analyses_see_what_a_scripted_class_reads() -> None:
+    """A scripted class's method whose parameter type changed besides a failure message
+    changed on its success path: not a failure-only edit."""
+    module = (
+        "@torch.jit.script\nclass _FunctionalAdam:\n"
+        "    def step(self, gradients: {}) -> None:\n"
+        "        if gradients is None:\n            raise ValueError({})\n"
+    )
+    old, new = (
+        module.format(*a) for a in (("list[Tensor]", "'a'"), ("list[Tensor | None]", "'b'"))
+    )
+    [change] = diff_symbols(
+        "torch/x.py", module_symbols(ast.parse(old), old), module_symbols(ast.parse(new), new)
+    )
+    assert (change.qualname, change.failure_only) == ("_FunctionalAdam.step", False)
+    message_only = module.format("list[Tensor]", "'b'")
+    [change] = diff_symbols(
+        "torch/x.py",
+        module_symbols(ast.parse(old), old),
+        module_symbols(ast.parse(message_only), message_only),
+    )
+    assert change.failure_only
+
+
+def test_what_a_decorator_builds_where_the_function_is_defined_is_a_definition_change() -> None:
+    """custom_op's schema is built from the parameters' names and types (a `None` type
+    included) where the function is defined; atexit.register reads no type."""
+    op = '@custom_op("lib::f", mutates_args=())\ndef f({}) -> None:\n    pass\n'
+
+    def defined(before: str, after: str, template: str = op) -> bool:
+        trees = [ast.parse(template.format(x)) for x in (before, after)]
+        old, new = (list[ast.AST](tree.body) for tree in trees)
+        return definition_changed(old, new, ModuleReaders.of(trees[0]))  # as detect asks
+
+    assert defined("a: None, b: int", "a: int, b: None")
+    assert defined("a: int", "b: int")
+    assert not defined("a: int", 'a: "int"')
+    assert not defined("a: int", "a: float", "@atexit.register\ndef f({}) -> None:\n    pass\n")
 
 
 IMPLEMENTATION = (

@@ -76,7 +76,7 @@ def diff_symbols(
             fingerprint = old[name].fingerprinter()
             confined = confined_to_nested(name, before, after, fingerprint)
             definition = definition_changed(before, after, old[name].readers)
-            failure_only = confined_to_failure(before, after, fingerprint)
+            failure_only = confined_to_failure(before, after, fingerprint, top_level)
             # test code's op lists make tests (which tests exist), not lookups; a function's,
             # not a module-level table's: the recording tells which pairs ran a function
             listed = not tests and not failure_only and old[name].kind in ("function", "method")

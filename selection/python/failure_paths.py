@@ -30,6 +30,7 @@ functions and lambdas (their caller may catch).
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -70,18 +71,52 @@ _FRESH = (
 
 
 def confined_to_failure(
-    old: list[ast.AST], new: list[ast.AST], fingerprint: Fingerprint = normalized_fingerprint
+    old: list[ast.AST],
+    new: list[ast.AST],
+    fingerprint: Fingerprint = normalized_fingerprint,
+    module_names: frozenset[str] | None = None,
 ) -> bool:
     """Whether the two revisions of one function (or method) differ only on failing paths:
     they differ, and are equal once those are blanked (`fingerprint`: the symbol's
-    comparison, Symbol.fingerprinter)."""
+    comparison, Symbol.fingerprinter), and the new one reads no name the old did not that
+    nothing binds (`module_names`: what its module binds; None: not checked). A message
+    naming what does not exist raises NameError instead of the exception: a caller that
+    catches that exception as control flow (`hasattr` and `Module.__getattr__`'s
+    AttributeError) now fails on every call."""
     if len(old) != 1 or len(new) != 1:
         return False
     if not all(isinstance(n, FUNCTION_DEFS) for n in (*old, *new)):
         return False
     if fingerprint(old) == fingerprint(new):
         return False
+    if module_names is not None and _unbound(new[0], module_names) - _unbound(old[0], module_names):
+        return False
     return fingerprint(success_path(old)) == fingerprint(success_path(new))
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _unbound(function: ast.AST, module_names: frozenset[str]) -> set[str]:
+    """Names the function reads that neither it (anywhere inside), its module nor the
+    builtins bind."""
+    read, bound = set[str](), set[str]()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound |= set(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+    return read - bound - module_names - _BUILTINS
 
 
 def success_path(nodes: list[ast.AST]) -> list[ast.AST]:

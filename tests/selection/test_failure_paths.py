@@ -181,6 +181,29 @@ def test_an_edit_that_can_change_what_succeeds_is_not(edit: tuple[str, str]) -> 
     assert not confined_to_failure(_function(BASE), _function(BASE.replace(old, new)))
 
 
+def test_a_message_naming_what_nothing_binds_is_no_failure_path_change() -> None:
+    """`Module.__getattr__`'s AttributeError is control flow (`hasattr` catches it): a
+    message reading an undefined name raises NameError instead, on every module built. A
+    message naming a parameter, a module-level name or a builtin stays failure-only."""
+    source = """
+def __getattr__(self, name):
+    if name in self._parameters:
+        return self._parameters[name]
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+"""
+    module = frozenset({"Module", "torch"})
+    old = _function(source)
+    for message, confined in (
+        ("f\"'{type(self).__name__}' has no '{name}' ({torch.__version__})\"", True),
+        ('f"{type(self).__name__} lacks {name}"', True),
+        ("f\"'{type(self).__name__}' object has no attribute '{nme}'\"", False),
+    ):
+        edited = source.replace(
+            "f\"'{type(self).__name__}' object has no attribute '{name}'\"", message
+        )
+        assert confined_to_failure(old, _function(edited), module_names=module) is confined
+
+
 def test_an_unchanged_function_is_not_a_failure_path_change() -> None:
     assert not confined_to_failure(_function(BASE), _function(BASE))
 

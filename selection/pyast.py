@@ -13,6 +13,7 @@ import ast
 import copy
 import functools
 import hashlib
+import string
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -26,6 +27,7 @@ from selection.python.runtime_annotations import (
     class_fields,
     dataclass_words,
     function_reads,
+    last_name,
     module_fields,
     reads_text,
     unquoted,
@@ -71,20 +73,82 @@ _ANNOTATION_FIELDS = {"annotation", "returns"}
 _ANNOTATED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.arg, ast.AnnAssign)
 
 
+# TorchScript's overload stubs: `_check_overload_body` accepts only `pass` or `...` there,
+# so a docstring added to one fails `import torch` (it is code, not documentation).
+_CHECKED_STUBS = frozenset({"_overload", "_overload_method"})
+
+
+def _checked_stub(node: ast.AST) -> bool:
+    decorators = getattr(node, "decorator_list", [])
+    return any(last_name(d) in _CHECKED_STUBS for d in decorators)
+
+
 def _is_docstring_setter(node: ast.Call) -> bool:
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return name in _DOCSTRING_SETTERS
 
 
-def _field_value(node: ast.AST, name: str) -> object:
-    """A field as the behaviour comparison sees it (see _feed)."""
+def _field_value(node: ast.AST, name: str, outside: _Reading) -> object:
+    """A field as the behaviour comparison sees it (see _feed); `outside`: where the node
+    stands."""
     value = getattr(node, name, None)
-    if name == "body" and isinstance(node, _DEFINITIONS):
-        return _strip_docstring(list(value or []))
+    if name == "body" and isinstance(node, _DEFINITIONS) and not _checked_stub(node):
+        body = list(value or [])
+        if node.name in outside.readers.formatted and not outside.in_function:
+            return _with_format_fields(body)  # its module formats its docstring
+        return _strip_docstring(body)
     if name == "args" and isinstance(node, ast.Call) and _is_docstring_setter(node):
-        return list(value or [])[:1]  # add_docstr(fn, "..."): the text is documentation
+        # add_docstr(fn, "..."): the text is documentation, what formats it is code
+        args = list(value or [])
+        return [*args[:1], *(_formatting(a) for a in args[1:2]), *args[2:]]
     return value
+
+
+def _format_fields(text: str) -> ast.Constant:
+    """The replacement fields `str.format` fills in the text (one no argument supplies
+    raises KeyError where it is formatted, `import torch` for a docstring)."""
+    try:
+        fields = [
+            (f, spec, conv) for _, f, spec, conv in string.Formatter().parse(text) if f is not None
+        ]
+    except ValueError as exc:  # an unmatched brace: formatting raises
+        return ast.Constant(f"<unformattable: {exc}>")
+    return ast.Constant(repr(fields))
+
+
+def _formatting(text: ast.expr) -> ast.expr | None:
+    """What of a docstring's text runs: nothing of a literal; a `"...".format(...)`'s
+    fields and arguments; an f-string's expressions; anything else as it is."""
+    if isinstance(text, ast.Constant):
+        return None
+    if isinstance(text, ast.Call) and _formats_literal(text.func):
+        literal = text.func.value.value  # type: ignore[attr-defined]
+        fields = ast.Attribute(value=_format_fields(literal), attr="format", ctx=ast.Load())
+        return ast.Call(func=fields, args=text.args, keywords=text.keywords)
+    if isinstance(text, ast.JoinedStr):
+        formatted = [v.value for v in text.values if isinstance(v, ast.FormattedValue)]
+        return ast.Tuple(elts=formatted, ctx=ast.Load())
+    return text
+
+
+def _formats_literal(func: ast.expr) -> bool:
+    """`"...".format`."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "format"
+        and isinstance(func.value, ast.Constant)
+        and isinstance(func.value.value, str)
+    )
+
+
+def _with_format_fields(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A body whose docstring is formatted by its module: the docstring's fields, not its
+    words."""
+    if _strip_docstring(body) is body:  # no docstring
+        return body
+    docstring = body[0].value.value  # type: ignore[attr-defined]
+    return [ast.Expr(value=_format_fields(docstring)), *body[1:]]
 
 
 # The modules whose `cast` and `overload` are typing's (`typing.cast(T, v)` returns `v`).
@@ -276,7 +340,7 @@ def _feed(node: object, out: list[str], reading: _Reading) -> None:
         return
     if isinstance(node, ast.AnnAssign) and _is_plain(node, reading):
         node = ast.Assign(targets=[node.target], value=node.value, type_comment=None)
-    reading = reading.entering(node)
+    outside, reading = reading, reading.entering(node)
     out.append(type(node).__name__)
     out.append("(")
     for name in node._fields:
@@ -285,7 +349,7 @@ def _feed(node: object, out: list[str], reading: _Reading) -> None:
         if name in _ANNOTATION_FIELDS and isinstance(node, _ANNOTATED):
             value = reading.annotation(node, getattr(node, name, None))
         else:
-            value = _field_value(node, name)
+            value = _field_value(node, name, outside)
         _feed(value, out, reading)
         out.append(",")
     out.append(")")
@@ -305,28 +369,43 @@ def _is_plain(node: ast.AnnAssign, reading: _Reading) -> TypeGuard[_Valued]:
 def normalized_fingerprint(
     nodes: list[ast.AST], readers: ModuleReaders = UNKNOWN, enclosing: Fields | None = None
 ) -> str:
-    """A digest of what the nodes do. Import statements are compared as a set (their order
-    is not behaviour the tests can see) unless a name they bind is bound by another of the
-    nodes too: then which binding wins depends on the order, and the import keeps its place.
-    `readers`: what of their module reads annotations; `enclosing`: how a method's class
-    reads them (by default the nodes are the module's statements)."""
+    """A digest of what the nodes do. The import statements of a run of them (no other
+    statement between) are compared as a set -- their order within it is no behaviour the
+    tests can see -- unless a name one binds is bound by another of the nodes too (which
+    binding wins depends on the order) or it is a star import (it binds whatever the module
+    lists, and can shadow or be shadowed by anything): those keep their place, as does
+    every import against the code around it (an import moved past a statement may run
+    before what it needs: a circular import). `readers`: what of their module reads
+    annotations; `enclosing`: how a method's class reads them (by default the nodes are the
+    module's statements)."""
     fields = module_fields(readers) if enclosing is None else enclosing
     reading = _Reading(readers, fields=fields)
     digest = hashlib.sha1()
-    imports: list[str] = []
+    run: list[str] = []
     rebound = _names_bound_twice(nodes)
     for node in nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a bare string statement (module docstring) is documentation
         out: list[str] = []
         _feed(node, out, reading)
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and not rebound & _bound_names(node):
-            imports.append("".join(out))
-        else:
-            digest.update("".join(out).encode())
-    for text in sorted(imports):
+        if _movable_import(node, rebound):
+            run.append("".join(out))
+            continue
+        for text in sorted(run):
+            digest.update(text.encode())
+        run.clear()
+        digest.update("".join(out).encode())
+    for text in sorted(run):
         digest.update(text.encode())
     return digest.hexdigest()
+
+
+def _movable_import(node: ast.AST, rebound: set[str]) -> bool:
+    """An import whose place among the imports next to it does not matter."""
+    if not isinstance(node, (ast.Import, ast.ImportFrom)):
+        return False
+    star = any(alias.name == "*" for alias in node.names)
+    return not star and not rebound & _bound_names(node)
 
 
 def _bound_names(node: ast.AST) -> set[str]:
@@ -525,7 +604,7 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
     """
     source = _Source(text)
     typing = typing_names(tree)
-    readers = ModuleReaders.of(tree)
+    readers = ModuleReaders.of(tree, text)
     symbols: dict[str, Symbol] = {}
     grouped: dict[str, list[ast.stmt]] = {}
     rest: list[ast.stmt] = []

@@ -79,12 +79,17 @@ class ModuleReaders:
     config: bool = False
     dispatchers: frozenset[str] = frozenset()
     any_register: bool = False
+    # top-level functions and classes whose `__doc__` the module's own code reads (to
+    # `.format` it: `embedding_bag.__doc__.format(**reproducibility_notes)`)
+    formatted: frozenset[str] = frozenset()
 
     @staticmethod
-    def of(tree: ast.Module) -> ModuleReaders:
+    def of(tree: ast.Module, text: str = "__doc__") -> ModuleReaders:
         """Read from the module's and its classes' statements only (a whole-tree walk per
-        module doubled the cost of reading its symbols)."""
+        module doubled the cost of reading its symbols); `text`, the module's source, tells
+        whether any reads a `__doc__`."""
         config, dispatchers = False, set[str]()
+        formatted = _formatted_docs(tree) if "__doc__" in text else frozenset()
         statements = list(tree.body)
         while statements:
             stmt = statements.pop()
@@ -96,7 +101,23 @@ class ModuleReaders:
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 # `install_config_module(sys.modules[__name__])`, or an alias of it
                 config = config or last_name(stmt.value).endswith("install_config_module")
-        return ModuleReaders(config, frozenset(dispatchers))
+        return ModuleReaders(config, frozenset(dispatchers), formatted=formatted)
+
+
+def _formatted_docs(tree: ast.Module) -> frozenset[str]:
+    """`X` of every `X.__doc__` the module-level code (not its functions) reads."""
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "__doc__"
+                and isinstance(node.value, ast.Name)
+            ):
+                names.add(node.value.id)
+    return frozenset(names)
 
 
 UNKNOWN = ModuleReaders(any_register=True)  # no module seen: any `x.register` may read

@@ -215,6 +215,42 @@ def test_what_a_decorator_builds_where_the_function_is_defined_is_a_definition_c
     assert not defined("a: int", "a: float", "@atexit.register\ndef f({}) -> None:\n    pass\n")
 
 
+def test_imports_reorder_freely_only_among_themselves_and_never_a_star_import() -> None:
+    """isort's reordering within a block is no change; an import moved past a statement
+    (a circular import may then fail) or a star import moved (it binds whatever the
+    module lists) is."""
+    loop = "for name in dir(_C):\n    setup(name)\n"
+    assert fingerprint("import a\nimport b\n" + loop) == fingerprint("import b\nimport a\n" + loop)
+    assert fingerprint("import a\n" + loop) != fingerprint(loop + "import a\n")
+    star = "from torch.functional import *\nfrom torch import _C\n"
+    assert fingerprint(star) != fingerprint(
+        "from torch import _C\nfrom torch.functional import *\n"
+    )
+
+
+def test_a_docstring_in_a_torchscript_overload_stub_is_code() -> None:
+    """`_check_overload_body` accepts only `pass` or `...` in an `@_overload` stub."""
+    stub = "@_overload\ndef up(x: Tensor) -> Tensor:\n    {}pass\n"
+    assert changed(stub.format(""), stub.format('"""Doc."""\n    ')) == ["up"]
+    plain = "def up(x):\n    {}pass\n"
+    assert changed(plain.format(""), plain.format('"""Doc."""\n    ')) == []
+
+
+def test_the_fields_of_a_docstring_its_module_formats_are_code() -> None:
+    """`add_docstr(torch.abs, r\"\"\"...\"\"\".format(**common_args))` and
+    `embedding_bag.__doc__.format(**notes)` run on import: a field no argument supplies
+    raises KeyError there. Their words, and the braces of a docstring nobody formats, are
+    documentation."""
+    setter = 'add_docstr(torch.abs, r"""abs({}) -> Tensor""".format(**common_args))\n'
+    assert changed(setter.format("{input}"), setter.format("input: {input}")) == []
+    assert changed(setter.format("{input}"), setter.format("{inputs}")) == ["<module>"]
+    module = 'def bag(x):\n    """{}"""\n    return x\nif bag.__doc__:\n    bag.__doc__ = bag.__doc__.format(**notes)\n'
+    assert changed(module.format("Sum {note}."), module.format("Sums {note}.")) == []
+    assert changed(module.format("Sum {note}."), module.format("Sum {note} {other}.")) == ["bag"]
+    plain = 'def bag(x):\n    """{}"""\n    return x\n'
+    assert changed(plain.format("Sum."), plain.format("Sum {a: 1}.")) == []
+
+
 IMPLEMENTATION = (
     "def sym_max(a, b):\n"
     "    if isinstance(a, float) or isinstance(b, float):\n"

@@ -33,6 +33,7 @@ from selection.python.load_time import definition_changed
 from selection.python.nested import confined_to_nested
 from selection.python.op_lists import op_list_edit
 from selection.python.specialize import unchanged_for
+from selection.python.summary import exports_edit
 from selection.sources.analysis_cache import AnalysisCache
 from selection.upstream import (
     DTYPE_HELPERS,
@@ -96,6 +97,7 @@ def diff_symbols(
                     failure_only=failure_only,
                     op_list=op_list,
                     unchanged_for=unchanged,
+                    exports=exports_edit(before, after) if name == "__all__" else None,
                 )
             )
     return changes

@@ -74,6 +74,10 @@ class SymbolChange:
     # The edit changes nothing for some values of a parameter (2.14's `_check_with`: a lambda
     # or None as its message): a call passing such a value does not reach it.
     unchanged_for: tuple[UnchangedFor, ...] = ()
+    # An `__all__` edit: the names it gains ("+mul") or loses ("-mul"), when both revisions
+    # list them literally (a star import binds them, TorchRefsMode maps a refs module's);
+    # () when it only reorders them, None when not known.
+    exports: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from selection.links.index import LinkIndex
 from selection.links.lifecycle import around_every_test
 from selection.links.refs_mode import (
     MODE_TABLE,
+    REFS_ROOT,
     Aliases,
     Callers,
     aten_name,
@@ -115,6 +116,62 @@ def _startup_statements(label: str) -> Outcome:
     """Module-level statements of a module `import torch` imports: they run before every
     test, so the stratified canary over all of them."""
     return Outcome(canary=f"{label}: module-level statements run by `import torch`", kind="canary")
+
+
+def _refs_exports(change: SymbolChange, label: str, index: LinkIndex) -> Outcome:
+    """A references module's `__all__` is what TorchRefsMode maps: `torch_to_refs_map`
+    sends `torch.X` to `_refs.X` for each name it lists, so a name it gains or loses
+    changes what runs under the mode for every reference calling `torch.X`: their ref
+    tests. Without the names (a list that is no literal), a canary aimed at every ref test."""
+    names = change.exports
+    first = Step(change.path, change.qualname, f"{change.kind}: {' '.join(names or ())}")
+    how = Step(MODE_TABLE[0], MODE_TABLE[1], "maps torch's names to the references it lists")
+    seeds = [refs_name(change.path, name[1:]) for name in names or ()]
+    reached: dict[str, tuple[Step, ...]] = {}
+    for seed in seeds:
+        for name, chain in _mode_reach(seed, index):
+            reached.setdefault(name, (how, *chain))
+    entries = _ref_entries(index)
+    links = ref_entry_links(
+        sorted(reached.items()), entries, lambda e: _instance_ids(e, index), first
+    )
+    if names is not None:  # the names it lists are known
+        if links:
+            return Outcome(links=links, kind="library")
+        why = "the same names, reordered" if not names else f"no reference calls {', '.join(seeds)}"
+        return Outcome(no_effect=f"{label}: TorchRefsMode maps the names it lists; {why}")
+    every = [
+        Link(Target.instances(f"ref tests of {entry.name}", ids), (first, how))
+        for targets in entries.values()
+        for entry in targets
+        if (ids := _instance_ids(entry, index))
+    ]
+    why = f"{label}: TorchRefsMode maps the names it lists (the ref tests run under it)"
+    return Outcome(links=every, canary=why, kind="canary")
+
+
+def _exports_read(path: str, index: LinkIndex) -> str:
+    """Why a module's `__all__` is behaviour, or "": `from M import *` in a module binds
+    what it lists (`torch.functional`'s names become `torch`'s), or code reads it
+    (`torch._prims.context.torch_to_refs_map` maps what `torch._refs.__all__` lists)."""
+
+    def build() -> dict[str, list[str]]:
+        explorer, starred = index.explorer, dict[str, list[str]]()
+        for module_path in explorer.trees.tree.list("torch"):
+            summary = explorer.summary(module_path) if module_path.endswith(".py") else None
+            for dotted in summary.star_imports if summary is not None else ():
+                found = explorer.names.path_of(dotted)
+                if found:
+                    starred.setdefault(found, []).append(module_path)
+        return starred
+
+    importers = index.memo("symbol_changes.star_importers", build).get(path, [])
+    if importers:
+        return f"what `import *` of it binds in {', '.join(sorted(importers)[:3])}"
+    readers = index.graph.users.get(Target.function(path, "__all__"), ())
+    if readers:
+        return f"read as a list by {readers[0].user.full_name}"
+    return ""
 
 
 def _at_import(outcome: Outcome, why: str) -> Outcome:
@@ -585,6 +642,12 @@ class SymbolLinks:
             return Outcome()
         label = f"{change.path}: {change.qualname} {change.kind}"
         quiet = behaviour_free(change)
+        if quiet and change.qualname == "__all__" and change.exports != ():  # not reordered
+            if change.path.startswith(REFS_ROOT):
+                return _refs_exports(change, label, index)
+            read = _exports_read(change.path, index)
+            if read:  # what a star import binds, or a list code reads
+                return _at_import(Outcome(), f"{label}: {read}")
         if quiet:
             return Outcome(no_effect=f"{label}: {quiet}")
         subsystem = subsystem_of(change.path)

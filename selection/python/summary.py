@@ -272,6 +272,23 @@ def _is_all_assignment(node: ast.AST) -> bool:
     )
 
 
+def exports_edit(old: list[ast.AST], new: list[ast.AST]) -> tuple[str, ...] | None:
+    """The names an `__all__` gains ("+mul") or loses ("-mul"), sorted by name; None when a
+    revision does not list them in one literal assignment."""
+    lists = [_listed(nodes) for nodes in (old, new)]
+    if lists[0] is None or lists[1] is None:
+        return None
+    before, after = set(lists[0]), set(lists[1])
+    signed = [f"-{n}" for n in before - after] + [f"+{n}" for n in after - before]
+    return tuple(sorted(signed, key=lambda name: (name[1:], name)))
+
+
+def _listed(nodes: list[ast.AST]) -> tuple[str, ...] | None:
+    if len(nodes) != 1 or not _is_all_assignment(nodes[0]):
+        return None
+    return _literal_strings(nodes[0].value)  # type: ignore[attr-defined]
+
+
 def _literal_strings(node: ast.expr) -> tuple[str, ...] | None:
     if isinstance(node, (ast.List, ast.Tuple)) and all(
         isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts

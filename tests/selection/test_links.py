@@ -201,6 +201,42 @@ def select_edit(
     return select_from(upstream, manifest, base, head, tmp_path, deps=deps)
 
 
+def test_the_names_a_star_imported_modules_all_lists_are_what_the_importer_binds(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """`from torch.functional import *` in torch/__init__.py binds what `__all__` lists: a
+    name dropped is gone from `torch` when it is imported, for every test. A module nothing
+    star-imports lists its exports for readers only."""
+    upstream, manifest = library
+    upstream.reset()
+    upstream.write(
+        "torch/functional.py",
+        '__all__ = ["einsum", "unique"]\n\ndef einsum(*a):\n    return a\n\ndef unique(a):\n    return a\n',
+    )
+    upstream.write("torch/_lowrank.py", '__all__ = ["svd_lowrank", "pca_lowrank"]\n')
+    star = "from torch import nn\nfrom torch.functional import *"
+    upstream.edit("torch/__init__.py", "from torch import nn", star)
+    base = upstream.commit("a star import")
+    for path, old, new, read in (
+        ("torch/functional.py", '"einsum", ', "", True),
+        ("torch/_lowrank.py", ', "pca_lowrank"', "", False),
+    ):
+        upstream.reset()
+        upstream.repo.git.checkout("--force", base)
+        upstream.edit(path, old, new)
+        head = upstream.commit("drop a name")
+        state = select_from(upstream, manifest, base, head, tmp_path)
+        if read:
+            assert any(
+                "what `import *` of it binds in torch/__init__.py" in c.summary
+                for cand in state.candidates.values()
+                for c in cand.causes
+            )
+        else:
+            assert not state.candidates and state.mapped is not None
+            assert any("__all__ only lists" in r for r in state.mapped.no_effect)
+
+
 def test_a_kernel_registered_for_two_ops_does_not_make_one_a_user_of_the_other(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.observed_runs import linked, manifest_file, select_head
+from tests.support.observed_runs import linked, manifest_file, select_from, select_head
 from tests.support.python_refs import add_python_refs
 from tests.support.upstream_library import DECOMP_INIT
 from tests.support.upstream_repo import INTERNAL, MANIFEST, UpstreamRepo, build_upstream
@@ -231,3 +231,26 @@ def test_code_only_an_untested_reference_runs_stays_a_blind_spot(
         "helper modified: linked to no reused test statically" in b for b in state.blind_spots
     )
     assert state.candidates  # its canary
+
+
+def test_a_name_a_references_all_loses_reaches_the_ref_tests_calling_it_under_the_mode(
+    upstream: UpstreamRepo, manifest: Path, tmp_path: Path
+) -> None:
+    """TorchRefsMode maps each name `torch._refs.__all__` lists: dropping `sigmoid` sends
+    glu's `torch.sigmoid` (and the decomposition `padded` runs) back to ATen under the mode.
+    Reordering the list changes nothing."""
+    listed = REFS + '\n__all__ = ["sigmoid", "mul", "floor_divide"]\n'
+    original = upstream.base
+    upstream.reset()
+    upstream.write("torch/_refs/__init__.py", listed)
+    upstream.base = upstream.commit("the references list their names")
+    try:
+        dropped = upstream.change("torch/_refs/__init__.py", '"sigmoid", "mul"', '"mul"')
+        state = select_from(upstream, manifest, upstream.base, dropped, tmp_path)
+        reached = {i.op for i in linked(state) if i.template == "test_python_ref"}
+        assert reached == {"_refs.nn.functional.glu", "_refs.padded"}
+        swapped = upstream.change("torch/_refs/__init__.py", '"sigmoid", "mul"', '"mul", "sigmoid"')
+        assert not select_from(upstream, manifest, upstream.base, swapped, tmp_path).candidates
+    finally:
+        upstream.base = original
+        upstream.reset()

@@ -67,9 +67,9 @@ def diff_symbols(
         # A name is not a device: `tf32_on_and_off` wraps tests on every device. Only code
         # that cannot run here (python.for_us) makes a change another device's.
         if name not in old:
-            changes.append(SymbolChange(path, name, ChangeKind.added))
+            changes.append(SymbolChange(path, name, ChangeKind.added, symbol_kind=new[name].kind))
         elif name not in new:
-            changes.append(SymbolChange(path, name, ChangeKind.removed))
+            changes.append(SymbolChange(path, name, ChangeKind.removed, symbol_kind=old[name].kind))
         elif not same_code(old[name], new[name]):
             same_for_us = same_code_for_us(old[name], new[name], tests)
             before, after = old[name].runtime_nodes, new[name].runtime_nodes
@@ -98,6 +98,7 @@ def diff_symbols(
                     op_list=op_list,
                     unchanged_for=unchanged,
                     exports=exports_edit(before, after) if name == "__all__" else None,
+                    symbol_kind=old[name].kind,
                 )
             )
     return changes

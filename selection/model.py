@@ -78,6 +78,9 @@ class SymbolChange:
     # list them literally (a star import binds them, TorchRefsMode maps a refs module's);
     # () when it only reorders them, None when not known.
     exports: tuple[str, ...] | None = None
+    # What the symbol is (selection.pyast.Symbol.kind: function, class, method, assign,
+    # module), where known: module-level code runs on import, a function's body when called.
+    symbol_kind: str = ""
 
 
 @dataclass(frozen=True)

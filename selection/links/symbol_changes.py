@@ -109,7 +109,21 @@ def _in_subsystem(change: SymbolChange, label: str, subsystem: str, index: LinkI
         return _at_import(
             outcome, f"{label}: in a module `import torch` imports (it may run there)"
         )
+    if _module_level(change) and _imported_at_startup(subsystem, index):
+        # which of the package's modules `import torch` imports in turn is not read
+        why = f"{label}: module-level code of {subsystem}, which `import torch` imports"
+        return _at_import(outcome, f"{why} (it may run there)")
     return outcome
+
+
+def _module_level(change: SymbolChange) -> bool:
+    """Code that runs when its module is imported: its statements, an assignment, a class
+    header, a function's decorators or defaults (not a function's body)."""
+    return change.symbol_kind in ("module", "assign", "class") or change.definition
+
+
+def _imported_at_startup(subsystem: str, index: LinkIndex) -> bool:
+    return any(subsystem_of(path) == subsystem for path in startup_modules(index))
 
 
 def _startup_statements(label: str) -> Outcome:

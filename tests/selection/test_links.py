@@ -237,6 +237,38 @@ def test_the_names_a_star_imported_modules_all_lists_are_what_the_importer_binds
             assert any("__all__ only lists" in r for r in state.mapped.no_effect)
 
 
+def test_module_level_code_of_a_package_import_torch_imports_runs_before_every_test(
+    library: tuple[UpstreamRepo, Path], tmp_path: Path
+) -> None:
+    """torch/distributions is summarized as one node, and which of its modules
+    `import torch` imports in turn is not read: a module-level statement of any of them may
+    run on import (`real_vector = independent(real, 1)` raising breaks every test). A
+    function body there runs when called: nothing reused reaches the package."""
+    upstream, manifest = library
+    upstream.reset()
+    upstream.write(
+        "torch/distributions/__init__.py", "from torch.distributions import constraints\n"
+    )
+    constraints = "def independent(c, n):\n    return (c, n)\n\nreal_vector = independent(1, 1)\n"
+    upstream.write("torch/distributions/constraints.py", constraints)
+    package = "from torch import nn\nfrom torch import distributions"
+    upstream.edit("torch/__init__.py", "from torch import nn", package)
+    base = upstream.commit("a package import torch imports")
+    for old, new, at_import in (
+        ("independent(1, 1)", "independent(1, -1)", True),
+        ("return (c, n)", "return (n, c)", False),
+    ):
+        upstream.repo.git.checkout("--force", base)
+        upstream.edit("torch/distributions/constraints.py", old, new)
+        head = upstream.commit("an edit")
+        state = select_from(upstream, manifest, base, head, tmp_path)
+        causes = [c.summary for cand in state.candidates.values() for c in cand.causes]
+        if at_import:
+            assert any("module-level code of torch/distributions" in c for c in causes)
+        else:
+            assert not state.candidates
+
+
 def test_a_kernel_registered_for_two_ops_does_not_make_one_a_user_of_the_other(
     library: tuple[UpstreamRepo, Path], tmp_path: Path
 ) -> None:

@@ -13,7 +13,9 @@ import ast
 import copy
 import functools
 import hashlib
+import io
 import string
+import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -452,6 +454,8 @@ class Symbol:
     # reads all of them (selection.python.runtime_annotations)
     readers: ModuleReaders = UNKNOWN
     enclosing: Fields | None = None
+    # source text its module reads on import besides its code (a config module's comments)
+    read_text: str = ""
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -482,7 +486,8 @@ class Symbol:
                 from selection.python.for_us import for_us
 
                 nodes = for_us(nodes, tests)
-            self._cache[key] = normalized_fingerprint(nodes, self.readers, self.enclosing)
+            code = normalized_fingerprint(nodes, self.readers, self.enclosing)
+            self._cache[key] = _hash_text(code, self.read_text) if self.read_text else code
         return str(self._cache[key])
 
     def fingerprinter(self) -> Fingerprint:
@@ -631,8 +636,20 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
         kind = "function" if isinstance(stmts[0], FUNCTION_DEFS) else "assign"
         symbol = Symbol(name, kind, text_hash, list(stmts), stmts[0].lineno, readers=readers)
         symbols[name] = _with_stubs_left_out(symbol, typing)
-    text_hash = _hash_text(*(source.segment(s) for s in rest))
+    # a config module reads its own comments on import (`# [@compile_ignored: debug]`
+    # above an option): they are its module-level code's
+    comments = _comments(text) if readers.config else ""
+    text_hash = _hash_text(*(source.segment(s) for s in rest), comments)
     symbols[MODULE_SYMBOL] = Symbol(
-        MODULE_SYMBOL, "module", text_hash, list(rest), 1, readers=readers
+        MODULE_SYMBOL, "module", text_hash, list(rest), 1, readers=readers, read_text=comments
     )
     return symbols
+
+
+def _comments(text: str) -> str:
+    """The module's comments, in order (what `install_config_module` reads of its source)."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        return "\n".join(t.string for t in tokens if t.type == tokenize.COMMENT)
+    except (tokenize.TokenError, SyntaxError):
+        return text  # unreadable as tokens: the whole text stands for them

@@ -251,6 +251,17 @@ def test_the_fields_of_a_docstring_its_module_formats_are_code() -> None:
     assert changed(plain.format("Sum."), plain.format("Sum {a: 1}.")) == []
 
 
+def test_a_config_module_reads_its_comments() -> None:
+    """`install_config_module` tokenizes its module for `# [@compile_ignored: debug]`
+    markers on import: there a comment is code (one inserted between a marker and its
+    option fails `import torch`). Elsewhere comments are documentation."""
+    config = "# [@compile_ignored: debug]\n{}verbose = False\n"
+    tail = "install_config_module(sys.modules[__name__])\n"
+    base = config.format("") + tail
+    assert changed(base, config.format("# more\n") + tail) == ["<module>"]
+    assert changed(config.format(""), config.format("# more\n")) == []
+
+
 IMPLEMENTATION = (
     "def sym_max(a, b):\n"
     "    if isinstance(a, float) or isinstance(b, float):\n"

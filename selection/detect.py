@@ -26,10 +26,17 @@ from selection.model import (
 )
 from selection.native_yaml import NativeYamlError, diff_entries, parse_entries
 from selection.opinfo_db import DECORATION_FIELDS, DbEntry, Decoration
-from selection.pyast import Symbol, module_symbols, same_code, same_code_for_us
+from selection.pyast import (
+    FUNCTION_DEFS,
+    Fingerprint,
+    Symbol,
+    module_symbols,
+    same_code,
+    same_code_for_us,
+)
 from selection.python.argument_classes import module_bindings
 from selection.python.failure_paths import confined_to_failure
-from selection.python.load_time import definition_changed
+from selection.python.load_time import calls_on_load, definition_changed
 from selection.python.nested import confined_to_nested
 from selection.python.op_lists import op_list_edit
 from selection.python.specialize import unchanged_for
@@ -60,6 +67,12 @@ def diff_symbols(
         n for side in (old, new) for q, s in side.items() if "." not in q for n in s.nodes
     ]
     top_level = frozenset(module_bindings([n for n in statements if isinstance(n, ast.stmt)]))
+    # what the head's module binds: a message reading a name the edit removes is unbound
+    head_level = frozenset(
+        module_bindings(
+            [n for q, s in new.items() if "." not in q for n in s.nodes if isinstance(n, ast.stmt)]
+        )
+    )
     changes: list[SymbolChange] = []
     for name in sorted(set(old) | set(new)):
         if skip(name):
@@ -67,17 +80,20 @@ def diff_symbols(
         # A name is not a device: `tf32_on_and_off` wraps tests on every device. Only code
         # that cannot run here (python.for_us) makes a change another device's.
         if name not in old:
-            changes.append(SymbolChange(path, name, ChangeKind.added, symbol_kind=new[name].kind))
+            changes.append(_added_or_removed(path, new[name], ChangeKind.added))
         elif name not in new:
-            changes.append(SymbolChange(path, name, ChangeKind.removed, symbol_kind=old[name].kind))
+            changes.append(_added_or_removed(path, old[name], ChangeKind.removed))
         elif not same_code(old[name], new[name]):
             same_for_us = same_code_for_us(old[name], new[name], tests)
             before, after = old[name].runtime_nodes, new[name].runtime_nodes
             # the narrowing analyses compare as the symbol did (its module's readers)
             fingerprint = old[name].fingerprinter()
             confined = confined_to_nested(name, before, after, fingerprint)
-            definition = definition_changed(before, after, old[name].readers)
-            failure_only = confined_to_failure(before, after, fingerprint, top_level)
+            definition = definition_changed(before, after, old[name].readers) or (
+                old[name].kind in ("function", "method")
+                and _beside_defs(before, fingerprint) != _beside_defs(after, fingerprint)
+            )
+            failure_only = confined_to_failure(before, after, fingerprint, head_level)
             # test code's op lists make tests (which tests exist), not lookups; a function's,
             # not a module-level table's: the recording tells which pairs ran a function
             listed = not tests and not failure_only and old[name].kind in ("function", "method")
@@ -99,9 +115,32 @@ def diff_symbols(
                     unchanged_for=unchanged,
                     exports=exports_edit(before, after) if name == "__all__" else None,
                     symbol_kind=old[name].kind,
+                    calls_on_load=calls_on_load(before) or calls_on_load(after),
                 )
             )
     return changes
+
+
+def _added_or_removed(path: str, symbol: Symbol, kind: ChangeKind) -> SymbolChange:
+    """What of an added or removed symbol runs on import: a function's decorators (they
+    may register it, or raise), statements beside its `def`, code an assignment calls."""
+    nodes = symbol.runtime_nodes
+    decorated = any(d.decorator_list for d in symbol.definitions)
+    beside = any(not isinstance(n, FUNCTION_DEFS) for n in nodes) and symbol.kind == "function"
+    return SymbolChange(
+        path,
+        symbol.qualname,
+        kind,
+        symbol_kind=symbol.kind,
+        definition=decorated or beside,
+        calls_on_load=calls_on_load(nodes),
+    )
+
+
+def _beside_defs(nodes: list[ast.AST], fingerprint: Fingerprint) -> str:
+    """The statements of a function's symbol besides its `def`s (`f = wrap(f)`): module
+    code that runs on import."""
+    return fingerprint([n for n in nodes if not isinstance(n, FUNCTION_DEFS)])
 
 
 def _decoration_changes(

@@ -81,6 +81,9 @@ class SymbolChange:
     # What the symbol is (selection.pyast.Symbol.kind: function, class, method, assign,
     # module), where known: module-level code runs on import, a function's body when called.
     symbol_kind: str = ""
+    # Its code that runs on import calls something (selection.python.load_time.calls_on_load:
+    # an assignment's value, a class header): a plain constant calls nothing.
+    calls_on_load: bool = False
 
 
 @dataclass(frozen=True)

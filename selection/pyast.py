@@ -13,9 +13,8 @@ import ast
 import copy
 import functools
 import hashlib
-import io
+import re
 import string
-import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -131,6 +130,9 @@ def _formatting(text: ast.expr) -> ast.expr | None:
     if isinstance(text, ast.JoinedStr):
         formatted = [v.value for v in text.values if isinstance(v, ast.FormattedValue)]
         return ast.Tuple(elts=formatted, ctx=ast.Load())
+    if isinstance(text, ast.BinOp) and isinstance(text.op, ast.Add):  # r"A" + r"B".format()
+        parts = [_formatting(text.left), _formatting(text.right)]
+        return ast.Tuple(elts=[p or ast.Constant("<text>") for p in parts], ctx=ast.Load())
     return text
 
 
@@ -637,8 +639,8 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
         symbol = Symbol(name, kind, text_hash, list(stmts), stmts[0].lineno, readers=readers)
         symbols[name] = _with_stubs_left_out(symbol, typing)
     # a config module reads its own comments on import (`# [@compile_ignored: debug]`
-    # above an option): they are its module-level code's
-    comments = _comments(text) if readers.config else ""
+    # right above an option): what they mark is its module-level code's
+    comments = _compile_ignored(text) if readers.config else ""
     text_hash = _hash_text(*(source.segment(s) for s in rest), comments)
     symbols[MODULE_SYMBOL] = Symbol(
         MODULE_SYMBOL, "module", text_hash, list(rest), 1, readers=readers, read_text=comments
@@ -646,10 +648,20 @@ def module_symbols(tree: ast.Module, text: str) -> dict[str, Symbol]:
     return symbols
 
 
-def _comments(text: str) -> str:
-    """The module's comments, in order (what `install_config_module` reads of its source)."""
-    try:
-        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-        return "\n".join(t.string for t in tokens if t.type == tokenize.COMMENT)
-    except (tokenize.TokenError, SyntaxError):
-        return text  # unreadable as tokens: the whole text stands for them
+_MARKER = "@compile_ignored"
+_OPTION = re.compile(r"\s*(\w+)\s*(?::[^=]*)?=")
+
+
+def _compile_ignored(text: str) -> str:
+    """What `install_config_module` reads of a config module's comments: the options a
+    `# [@compile_ignored: ...]` marks (the line right below it), and each marker no option
+    follows (the import then fails)."""
+    if _MARKER not in text:
+        return ""
+    lines = text.splitlines()
+    found: list[str] = []
+    for number, line in enumerate(lines):
+        if line.lstrip().startswith("#") and _MARKER in line:
+            below = _OPTION.match(lines[number + 1]) if number + 1 < len(lines) else None
+            found.append(below.group(1) if below else f"unconsumed at line {number + 1}")
+    return repr(sorted(found))

@@ -273,7 +273,7 @@ class LinkGraph:
             for edge in self.users.get(node, ()):
                 if not follow(edge) or (registered and not _follows_after_registration(edge)):
                     continue
-                if edge.kind == REGISTRATION and crossed is not None:
+                if edge.kind == REGISTRATION and crossed is not None and edge.user.kind == "aten":
                     crossed.add(edge.user)
                 nxt = (
                     edge.user,

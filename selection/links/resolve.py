@@ -228,7 +228,7 @@ def resolve(
         _observed_pairs(observed, asked, link.ran_with)
         for asked, link in zip(per_link, through_graph, strict=True)
     )
-    dispatching = _dispatching(observed, ops) - ran[0] - ran[1]
+    dispatching = _dispatching(observed, ops, _registered_roots(roots)) - ran[0] - ran[1]
     runs = (*ran, dispatching)
     first = through_graph[0]
     kernels = frozenset(ops)
@@ -242,15 +242,29 @@ def _names(ops: frozenset[Target], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def _dispatching(observed: ObservedMap, ops: set[Target]) -> set[Pair]:
-    """The pairs whose recorded samples dispatch one of the ops (the eager paths run every
-    sample, the compiled one its first only): an instance tracing their samples runs the
-    kernel registered for it, whether or not the compiled recording did (`matmul` compiles
-    a vector product, `test_fake` traces its matrix samples through `meta_mm` too)."""
+def _registered_roots(roots: dict[Target, Link]) -> frozenset[tuple[str, str]]:
+    """(database, full name) of the entries the graph reaches through a registration: those
+    whose op under test dispatches to a kernel on the way up."""
+    return frozenset(
+        (root.scope, root.full_name)
+        for root, link in roots.items()
+        if root.kind == "entry" and "registration" in link.kinds
+    )
+
+
+def _dispatching(
+    observed: ObservedMap, ops: set[Target], entries: frozenset[tuple[str, str]]
+) -> set[Pair]:
+    """Of the pairs of `entries`, those whose recorded eager paths dispatched one of the ops
+    (the eager paths run every sample, the compiled one its first only): an instance tracing
+    their samples runs the kernel registered for it, whether or not the compiled recording
+    did (`matmul` compiles a vector product, `test_fake` traces its matrix samples through
+    `meta_mm` too). The eager paths also dispatch what builds the samples and the variants:
+    only the entries the graph says dispatch to the kernel count."""
     pairs: set[Pair] = set()
     for op in ops:
         pairs |= observed.pairs_running_aten(op.aten_base)
-    return pairs
+    return {pair for pair in pairs if (pair[0], pair[1]) in entries}
 
 
 def _not_through(passed_over: frozenset[tuple[Target, Target]], follow: Follow) -> Follow:

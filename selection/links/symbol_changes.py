@@ -1,6 +1,6 @@
 """First hop for a changed Python symbol (library, testing infrastructure, test helpers). Pure.
 
-- Code only another device runs, `__all__`, `torch/version.py`: no effect, with the reason.
+- Code only another device runs, `__all__` nothing reads, `torch/version.py`: no effect, with the reason.
 - A symbol of the instantiation machinery (what `instantiate_device_type_tests`, the device
   test bases, `@ops` and `TestCase` reach): a stratified canary.
 - Module-level statements: run at import, so they can affect whatever imports the module: a
@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from selection.links.added import added_reach, shadowed_aten_op
 from selection.links.argument_reach import conditioned_outcome, conditioned_reach
@@ -74,7 +75,9 @@ MACHINERY_ROOTS = (
     "SampleInput",
     "run_tests",
 )
-BEHAVIOUR_FREE_SYMBOLS = {"__all__": "__all__ only lists the module's exports"}
+BEHAVIOUR_FREE_SYMBOLS = {
+    "__all__": "__all__ only lists the module's exports (nothing star-imports or reads it)"
+}
 BEHAVIOUR_FREE_FILES = {"torch/version.py": "version metadata (__version__, git_version)"}
 
 
@@ -109,21 +112,36 @@ def _in_subsystem(change: SymbolChange, label: str, subsystem: str, index: LinkI
         return _at_import(
             outcome, f"{label}: in a module `import torch` imports (it may run there)"
         )
-    if _module_level(change) and _imported_at_startup(subsystem, index):
+    if _module_level(change) and subsystem in _startup_subsystems(index):
         # which of the package's modules `import torch` imports in turn is not read
         why = f"{label}: module-level code of {subsystem}, which `import torch` imports"
-        return _at_import(outcome, f"{why} (it may run there)")
+        return _also_at_import(outcome, f"{why} (it may run there)")
     return outcome
 
 
 def _module_level(change: SymbolChange) -> bool:
-    """Code that runs when its module is imported: its statements, an assignment, a class
-    header, a function's decorators or defaults (not a function's body)."""
-    return change.symbol_kind in ("module", "assign", "class") or change.definition
+    """Code that runs when its module is imported and calls something: its statements, an
+    assignment or class header that calls, a function's decorators or defaults or the
+    statements beside its `def` (not a function's body; a plain constant runs nothing)."""
+    if change.symbol_kind in ("assign", "class"):
+        return change.calls_on_load
+    return change.symbol_kind == "module" or change.definition
 
 
-def _imported_at_startup(subsystem: str, index: LinkIndex) -> bool:
-    return any(subsystem_of(path) == subsystem for path in startup_modules(index))
+def _startup_subsystems(index: LinkIndex) -> frozenset[str]:
+    """The packages summarized as one node that `import torch` imports a module of."""
+    return index.memo(
+        "symbol_changes.startup_subsystems",
+        lambda: frozenset(s for path in startup_modules(index) if (s := subsystem_of(path))),
+    )
+
+
+def _also_at_import(outcome: Outcome, why: str) -> Outcome:
+    """The outcome as it is, and the canary over every test besides (`why`: it may run
+    while `import torch` runs)."""
+    if outcome.no_effect:
+        return Outcome(kind="canary", load_time=why)
+    return replace(outcome, load_time=why)
 
 
 def _startup_statements(label: str) -> Outcome:
@@ -164,28 +182,67 @@ def _refs_exports(change: SymbolChange, label: str, index: LinkIndex) -> Outcome
     return Outcome(links=every, canary=why, kind="canary")
 
 
-def _exports_read(path: str, index: LinkIndex) -> str:
-    """Why a module's `__all__` is behaviour, or "": `from M import *` in a module binds
-    what it lists (`torch.functional`'s names become `torch`'s), or code reads it
-    (`torch._prims.context.torch_to_refs_map` maps what `torch._refs.__all__` lists)."""
-
-    def build() -> dict[str, list[str]]:
-        explorer, starred = index.explorer, dict[str, list[str]]()
-        for module_path in explorer.trees.tree.list("torch"):
-            summary = explorer.summary(module_path) if module_path.endswith(".py") else None
-            for dotted in summary.star_imports if summary is not None else ():
-                found = explorer.names.path_of(dotted)
-                if found:
-                    starred.setdefault(found, []).append(module_path)
-        return starred
-
-    importers = index.memo("symbol_changes.star_importers", build).get(path, [])
+def _exports_read(change: SymbolChange, index: LinkIndex) -> str:
+    """Why a module's `__all__` edit is behaviour, or "": its own code reads the list
+    (`if __all__ != sorted(__all__): raise`, torch/__init__.py: a reordering fails the
+    import); `from M import *` in a module binds the names it lists (`torch.functional`'s
+    become `torch`'s); code reads it as a list. Only the first holds for a reordering."""
+    if _reads_own_exports(change.path, index):
+        return "its module reads the list on import"
+    if change.exports == ():
+        return ""
+    importers = _star_importers(index).get(change.path, [])
     if importers:
         return f"what `import *` of it binds in {', '.join(sorted(importers)[:3])}"
-    readers = index.graph.users.get(Target.function(path, "__all__"), ())
+    readers = index.graph.users.get(Target.function(change.path, "__all__"), ())
     if readers:
         return f"read as a list by {readers[0].user.full_name}"
     return ""
+
+
+def _reads_own_exports(path: str, index: LinkIndex) -> bool:
+    text = index.explorer.trees.tree.read(path) or ""
+    if text.count("__all__") < 2:
+        return False
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return True  # unreadable: it may
+    return any(
+        isinstance(node, ast.Name) and node.id == "__all__" and isinstance(node.ctx, ast.Load)
+        for node in ast.walk(tree)
+    )
+
+
+def _star_importers(index: LinkIndex) -> dict[str, list[str]]:
+    """Per module path, the modules under torch/ that `from it import *`."""
+
+    def build() -> dict[str, list[str]]:
+        explorer, starred = index.explorer, dict[str, list[str]]()
+        for path in explorer.trees.tree.list("torch"):
+            if not path.endswith(".py") or "import *" not in (explorer.trees.tree.read(path) or ""):
+                continue  # (summarizing every module costs a minute)
+            summary = explorer.summary(path)
+            for dotted in summary.star_imports if summary is not None else ():
+                found = explorer.names.path_of(dotted)
+                if found:
+                    starred.setdefault(found, []).append(path)
+        return starred
+
+    return index.memo("symbol_changes.star_importers", build)
+
+
+def _exported_names(change: SymbolChange) -> Outcome:
+    """What uses the names an `__all__` gained or lost: the module's function of that name,
+    and the ATen op a binding of torch's may have shadowed (`torch.tensordot` falls back to
+    the C binding once torch.functional stops exporting its own)."""
+    first = Step(change.path, change.qualname, f"{change.kind}: {' '.join(change.exports or ())}")
+    links = [
+        Link(target, (first,))
+        for name in (signed[1:] for signed in change.exports or ())
+        for target in (Target.function(change.path, name), Target.aten(name))
+    ]
+    return Outcome(links=links, kind="library") if links else Outcome(no_effect="-")
 
 
 def _at_import(outcome: Outcome, why: str) -> Outcome:
@@ -656,12 +713,12 @@ class SymbolLinks:
             return Outcome()
         label = f"{change.path}: {change.qualname} {change.kind}"
         quiet = behaviour_free(change)
-        if quiet and change.qualname == "__all__" and change.exports != ():  # not reordered
-            if change.path.startswith(REFS_ROOT):
+        if quiet and change.qualname == "__all__":
+            read = _exports_read(change, index)
+            if read:  # what a star import binds, a list code reads, an order checked
+                return _also_at_import(_exported_names(change), f"{label}: {read}")
+            if change.exports != () and change.path.startswith(REFS_ROOT):
                 return _refs_exports(change, label, index)
-            read = _exports_read(change.path, index)
-            if read:  # what a star import binds, or a list code reads
-                return _at_import(Outcome(), f"{label}: {read}")
         if quiet:
             return Outcome(no_effect=f"{label}: {quiet}")
         subsystem = subsystem_of(change.path)

@@ -98,14 +98,20 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 def _unbound(function: ast.AST, module_names: frozenset[str]) -> set[str]:
-    """Names the function reads that neither it (anywhere inside), its module nor the
-    builtins bind."""
-    read, bound = set[str](), set[str]()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
+    """Names the function reads that neither its own scope (its parameters and what it
+    binds, not what a comprehension or a nested function binds for itself), its module nor
+    the builtins bind."""
+    read = {
+        node.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    args = getattr(function, "args", None)
+    params = ast.walk(args) if isinstance(args, ast.arguments) else ()
+    bound = {a.arg for a in params if isinstance(a, ast.arg)}
+    for node in own_nodes(getattr(function, "body", []), comprehensions=False):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
         elif isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):

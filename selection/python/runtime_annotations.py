@@ -79,8 +79,8 @@ class ModuleReaders:
     config: bool = False
     dispatchers: frozenset[str] = frozenset()
     any_register: bool = False
-    # top-level functions and classes whose `__doc__` the module's own code reads (to
-    # `.format` it: `embedding_bag.__doc__.format(**reproducibility_notes)`)
+    # top-level functions and classes whose `__doc__` the module's own code formats
+    # (`embedding_bag.__doc__.format(**reproducibility_notes)`)
     formatted: frozenset[str] = frozenset()
 
     @staticmethod
@@ -105,18 +105,25 @@ class ModuleReaders:
 
 
 def _formatted_docs(tree: ast.Module) -> frozenset[str]:
-    """`X` of every `X.__doc__` the module-level code (not its functions) reads."""
+    """`X` of every `X.__doc__` the module-level code (not its functions) formats:
+    `X.__doc__.format(...)`, `.format_map(...)`, `X.__doc__ % ...` (a copy formats nothing)."""
     names: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr in ("format", "format_map"):
+                formatted = node.value
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+                formatted = node.left
+            else:
+                continue
             if (
-                isinstance(node, ast.Attribute)
-                and node.attr == "__doc__"
-                and isinstance(node.value, ast.Name)
+                isinstance(formatted, ast.Attribute)
+                and formatted.attr == "__doc__"
+                and isinstance(formatted.value, ast.Name)
             ):
-                names.add(node.value.id)
+                names.add(formatted.value.id)
     return frozenset(names)
 
 

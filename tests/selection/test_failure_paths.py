@@ -202,6 +202,10 @@ def __getattr__(self, name):
             "f\"'{type(self).__name__}' object has no attribute '{name}'\"", message
         )
         assert confined_to_failure(old, _function(edited), module_names=module) is confined
+    # a comprehension's variable is its own: read outside it, it is unbound
+    shapes = 'f"{[t.shape for t in self._parameters]} lack {name}, not {t}"'
+    edited = source.replace("f\"'{type(self).__name__}' object has no attribute '{name}'\"", shapes)
+    assert not confined_to_failure(old, _function(edited), module_names=module)
 
 
 def test_an_unchanged_function_is_not_a_failure_path_change() -> None:

@@ -249,16 +249,23 @@ def test_the_fields_of_a_docstring_its_module_formats_are_code() -> None:
     assert changed(module.format("Sum {note}."), module.format("Sum {note} {other}.")) == ["bag"]
     plain = 'def bag(x):\n    """{}"""\n    return x\n'
     assert changed(plain.format("Sum."), plain.format("Sum {a: 1}.")) == []
+    copied = plain + "lu.__doc__ = bag.__doc__\n"  # a copy formats nothing
+    assert changed(copied.format("U^{-1}"), copied.format("U^{-T}")) == []
+    joined = 'add_docstr(torch.abs, r"""{}""" + r"""abs({{input}})""".format(**common_args))\n'
+    assert changed(joined.format("Absolute."), joined.format("The absolute value.")) == []
 
 
-def test_a_config_module_reads_its_comments() -> None:
-    """`install_config_module` tokenizes its module for `# [@compile_ignored: debug]`
-    markers on import: there a comment is code (one inserted between a marker and its
-    option fails `import torch`). Elsewhere comments are documentation."""
-    config = "# [@compile_ignored: debug]\n{}verbose = False\n"
+def test_a_config_module_reads_its_compile_ignored_markers() -> None:
+    """`install_config_module` reads each `# [@compile_ignored: debug]` marker with the
+    option right below it on import: a comment or blank line put between them fails
+    `import torch`, a marker moved marks another option. Other comments are
+    documentation, there as elsewhere."""
+    config = "# note\n# [@compile_ignored: debug]\n{}verbose = False\nother = 1\n"
     tail = "install_config_module(sys.modules[__name__])\n"
     base = config.format("") + tail
     assert changed(base, config.format("# more\n") + tail) == ["<module>"]
+    assert changed(base, config.format("\n") + tail) == ["<module>"]
+    assert changed(base, base.replace("# note", "# a reworded note")) == []
     assert changed(config.format(""), config.format("# more\n")) == []
 
 

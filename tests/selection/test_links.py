@@ -214,12 +214,16 @@ def test_the_names_a_star_imported_modules_all_lists_are_what_the_importer_binds
         '__all__ = ["einsum", "unique"]\n\ndef einsum(*a):\n    return a\n\ndef unique(a):\n    return a\n',
     )
     upstream.write("torch/_lowrank.py", '__all__ = ["svd_lowrank", "pca_lowrank"]\n')
+    checked = '__all__ = ["a", "b"]\nif __all__ != sorted(__all__):\n    raise AssertionError\n'
+    upstream.write("torch/_checked.py", checked)
     star = "from torch import nn\nfrom torch.functional import *"
     upstream.edit("torch/__init__.py", "from torch import nn", star)
     base = upstream.commit("a star import")
     for path, old, new, read in (
         ("torch/functional.py", '"einsum", ', "", True),
         ("torch/_lowrank.py", ', "pca_lowrank"', "", False),
+        # a module checking its own list's order fails on import when it is reordered
+        ("torch/_checked.py", '["a", "b"]', '["b", "a"]', True),
     ):
         upstream.reset()
         upstream.repo.git.checkout("--force", base)
@@ -227,11 +231,8 @@ def test_the_names_a_star_imported_modules_all_lists_are_what_the_importer_binds
         head = upstream.commit("drop a name")
         state = select_from(upstream, manifest, base, head, tmp_path)
         if read:
-            assert any(
-                "what `import *` of it binds in torch/__init__.py" in c.summary
-                for cand in state.candidates.values()
-                for c in cand.causes
-            )
+            why = "reads the list on import" if "checked" in path else "binds in torch/__init__"
+            assert any(why in c.summary for cand in state.candidates.values() for c in cand.causes)
         else:
             assert not state.candidates and state.mapped is not None
             assert any("__all__ only lists" in r for r in state.mapped.no_effect)
@@ -257,6 +258,10 @@ def test_module_level_code_of_a_package_import_torch_imports_runs_before_every_t
     for old, new, at_import in (
         ("independent(1, 1)", "independent(1, -1)", True),
         ("return (c, n)", "return (n, c)", False),
+        # an added kernel registered where it is defined: its decorator runs on import
+        ("real_vector =", "@register(1)\ndef _kl(p, q):\n    return 0\n\nreal_vector =", True),
+        # a plain value calls nothing on import: what reads it is linked as usual
+        ("real_vector =", "LIMIT = 2\nreal_vector =", False),
     ):
         upstream.repo.git.checkout("--force", base)
         upstream.edit("torch/distributions/constraints.py", old, new)

@@ -47,7 +47,7 @@ from selection.links.refs_mode import (
     refs_name,
 )
 from selection.links.resolve import recording_saw, root_instances
-from selection.links.startup import load_time_depths, startup_modules
+from selection.links.startup import ROOT, load_time_depths, startup_modules
 from selection.links.subsystems import is_other_device_package, subsystem_of
 from selection.model import ChangeKind, SymbolChange
 from selection.observed import NESTED
@@ -182,22 +182,22 @@ def _refs_exports(change: SymbolChange, label: str, index: LinkIndex) -> Outcome
     return Outcome(links=every, canary=why, kind="canary")
 
 
-def _exports_read(change: SymbolChange, index: LinkIndex) -> str:
-    """Why a module's `__all__` edit is behaviour, or "": its own code reads the list
+def _exports_read(change: SymbolChange, index: LinkIndex) -> tuple[str, bool]:
+    """Why a module's `__all__` edit is behaviour ("" when it is not), and whether what
+    reads it binds or uses the names: `from M import *` in a module binds them
+    (`torch.functional`'s become `torch`'s), code reads the list; or its own code reads it
     (`if __all__ != sorted(__all__): raise`, torch/__init__.py: a reordering fails the
-    import); `from M import *` in a module binds the names it lists (`torch.functional`'s
-    become `torch`'s); code reads it as a list. Only the first holds for a reordering."""
+    import), which only the order matters to."""
+    if change.exports != ():
+        importers = _star_importers(index).get(change.path, [])
+        if importers:
+            return f"what `import *` of it binds in {', '.join(sorted(importers)[:3])}", True
+        readers = index.graph.users.get(Target.function(change.path, "__all__"), ())
+        if readers:
+            return f"read as a list by {readers[0].user.full_name}", True
     if _reads_own_exports(change.path, index):
-        return "its module reads the list on import"
-    if change.exports == ():
-        return ""
-    importers = _star_importers(index).get(change.path, [])
-    if importers:
-        return f"what `import *` of it binds in {', '.join(sorted(importers)[:3])}"
-    readers = index.graph.users.get(Target.function(change.path, "__all__"), ())
-    if readers:
-        return f"read as a list by {readers[0].user.full_name}"
-    return ""
+        return "its module reads the list on import", False
+    return "", False
 
 
 def _reads_own_exports(path: str, index: LinkIndex) -> bool:
@@ -232,17 +232,25 @@ def _star_importers(index: LinkIndex) -> dict[str, list[str]]:
     return index.memo("symbol_changes.star_importers", build)
 
 
-def _exported_names(change: SymbolChange) -> Outcome:
+def _exported_names(change: SymbolChange, index: LinkIndex) -> Outcome:
     """What uses the names an `__all__` gained or lost: the module's function of that name,
-    and the ATen op a binding of torch's may have shadowed (`torch.tensordot` falls back to
-    the C binding once torch.functional stops exporting its own)."""
+    and, where `torch` star-imports it, the ATen op a binding of torch's may shadow
+    (`torch.tensordot` falls back to the C binding once torch.functional stops exporting
+    its own)."""
     first = Step(change.path, change.qualname, f"{change.kind}: {' '.join(change.exports or ())}")
+    into_torch = ROOT in _star_importers(index).get(change.path, [])
     links = [
         Link(target, (first,))
         for name in (signed[1:] for signed in change.exports or ())
-        for target in (Target.function(change.path, name), Target.aten(name))
+        for target in (Target.function(change.path, name), *([Target.aten(name)] * into_torch))
     ]
     return Outcome(links=links, kind="library") if links else Outcome(no_effect="-")
+
+
+def _imported_by_startup(path: str, index: LinkIndex) -> bool:
+    """Does `import torch` import a module that star-imports this one (or this one)?"""
+    startup = startup_modules(index)
+    return path in startup or any(m in startup for m in _star_importers(index).get(path, []))
 
 
 def _at_import(outcome: Outcome, why: str) -> Outcome:
@@ -714,9 +722,12 @@ class SymbolLinks:
         label = f"{change.path}: {change.qualname} {change.kind}"
         quiet = behaviour_free(change)
         if quiet and change.qualname == "__all__":
-            read = _exports_read(change, index)
+            read, bound = _exports_read(change, index)
             if read:  # what a star import binds, a list code reads, an order checked
-                return _also_at_import(_exported_names(change), f"{label}: {read}")
+                names = _exported_names(change, index) if bound else Outcome(no_effect="-")
+                if not bound or _imported_by_startup(change.path, index):
+                    return _also_at_import(names, f"{label}: {read}")
+                return names if names.links else Outcome(no_effect=f"{label}: {read}, unused")
             if change.exports != () and change.path.startswith(REFS_ROOT):
                 return _refs_exports(change, label, index)
         if quiet:

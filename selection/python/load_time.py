@@ -121,13 +121,13 @@ def definition_changed(
 def _definition_time(
     node: ast.FunctionDef | ast.AsyncFunctionDef, readers: ModuleReaders
 ) -> list[ast.AST]:
-    """Its decorators and defaults, and what a decorator builds from where it is defined
-    (runtime_annotations.built_where_defined), each one expression statement (none a bare
-    constant, which the comparison would take for a docstring)."""
+    """Its decorators and defaults (a literal default runs nothing there: the comparison
+    passes over a bare constant), and what a decorator builds from where it is defined
+    (runtime_annotations.built_where_defined, one tuple: its `None` types count)."""
     parts = [e for e, _how in _definition_parts(node) if isinstance(e, ast.expr)]
     built = built_where_defined(node, readers)
     parts += [built] if built is not None else []
-    return [ast.Expr(ast.Tuple(elts=[part], ctx=ast.Load())) for part in parts]
+    return [ast.Expr(part) for part in parts]
 
 
 def calls_on_load(nodes: list[ast.AST]) -> bool:

@@ -197,8 +197,8 @@ def built_where_defined(
     node: ast.FunctionDef | ast.AsyncFunctionDef, readers: ModuleReaders
 ) -> ast.expr | None:
     """What a decorator builds from where the function is defined (custom_op's schema: its
-    parameters' names, kinds and types; the type a singledispatch `register` serves), as
-    one expression; None when no decorator does."""
+    parameters' names, kinds, types and defaults; the type a singledispatch `register`
+    serves), as one expression; None when no decorator does."""
     decorators = node.decorator_list
     if not (
         {last_name(d) for d in decorators} & DEFINED
@@ -209,11 +209,21 @@ def built_where_defined(
     kinds: tuple[list[ast.arg | None], ...] = (
         list(args.posonlyargs), list(args.args), [args.vararg], list(args.kwonlyargs), [args.kwarg]
     )  # fmt: skip
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    defaults |= {a: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
     parts: list[ast.expr] = []
     for kind, params in enumerate(kinds):
         for param in params:
             if param is not None:
-                parts += [ast.Constant(f"{kind}:{param.arg}"), _annotation(param.annotation)]
+                default = defaults.get(param, ast.Constant("<no default>"))
+                parts += [
+                    ast.Constant(f"{kind}:{param.arg}"),
+                    _annotation(param.annotation),
+                    default,
+                ]
     parts.append(_annotation(node.returns))
     return ast.Tuple(elts=parts, ctx=ast.Load())
 

@@ -211,6 +211,9 @@ def test_what_a_decorator_builds_where_the_function_is_defined_is_a_definition_c
 
     assert defined("a: None, b: int", "a: int, b: None")
     assert defined("a: int", "b: int")
+    assert defined("a: float = 0.01", "a: float = 0.2")  # the schema's default
+    plain = "def f({}) -> None:\n    pass\n"
+    assert not defined("a=0.01", "a=0.2", plain)  # a literal default runs nothing there
     assert not defined("a: int", 'a: "int"')
     assert not defined("a: int", "a: float", "@atexit.register\ndef f({}) -> None:\n    pass\n")
 

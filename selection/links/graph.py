@@ -256,8 +256,9 @@ class LinkGraph:
         is kept per (root, through a registration, through a derivative), and the root gets
         the least narrowed (`_least_narrowed`), so that a root reached by a plain chain too
         is reached in full, whichever chain is shorter. `crossed`, when given, gets the
-        ATen ops the walk crosses a registration edge into (a Python kernel on the way up
-        is registered for them)."""
+        ATen ops of the first registration edge on a chain (a Python kernel that runs the
+        start by Python calls alone is registered for them; past it, a kernel calls the
+        op, which the tracer may run another way)."""
         best: dict[_State, Link] = {}
         queue: deque[_State] = deque()
         for link in starts:
@@ -273,7 +274,8 @@ class LinkGraph:
             for edge in self.users.get(node, ()):
                 if not follow(edge) or (registered and not _follows_after_registration(edge)):
                     continue
-                if edge.kind == REGISTRATION and crossed is not None and edge.user.kind == "aten":
+                first = edge.kind == REGISTRATION and not registered  # no op dispatched yet
+                if first and crossed is not None and edge.user.kind == "aten":
                     crossed.add(edge.user)
                 nxt = (
                     edge.user,

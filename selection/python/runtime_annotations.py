@@ -5,7 +5,7 @@ Annotations mostly describe types and run nothing, so the behaviour comparison
 
 - the parameter and return types of a function a decorator builds from:
   `torch.library.custom_op` and `triton_op` (the op's schema, built where the function is
-  defined, from its parameters' names and types), functools.singledispatch's
+  defined, from its parameters' names, types and defaults), functools.singledispatch's
   `@f.register` with no type given, for an `f` of the same module (which type the
   implementation serves, also fixed where it is defined), `torch._numpy`'s `normalizer`
   (which converter each argument gets) and TorchScript's `ignore`/`unused` (the Python

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from selection.devices import names_cpu_test_decorator, names_other_device
+from selection.python.chains import last_name
 from selection.python.runtime_annotations import (
     UNKNOWN,
     Fields,
@@ -28,7 +29,6 @@ from selection.python.runtime_annotations import (
     class_fields,
     dataclass_words,
     function_reads,
-    last_name,
     module_fields,
     reads_text,
     unquoted,
@@ -85,9 +85,7 @@ def _checked_stub(node: ast.AST) -> bool:
 
 
 def _is_docstring_setter(node: ast.Call) -> bool:
-    func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return name in _DOCSTRING_SETTERS
+    return last_name(node) in _DOCSTRING_SETTERS
 
 
 def _field_value(node: ast.AST, name: str, outside: _Reading) -> object:

@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from selection.pyast import FUNCTION_DEFS, Fingerprint, normalized_fingerprint, own_nodes
+from selection.python.receivers import bound_by
 
 # torch's check functions and the position of their message argument. The message is
 # formatted only when the check fails (a callable is called then, a string used then).
@@ -110,18 +111,7 @@ def _unbound(function: ast.AST, module_names: frozenset[str]) -> set[str]:
     params = ast.walk(args) if isinstance(args, ast.arguments) else ()
     bound = {a.arg for a in params if isinstance(a, ast.arg)}
     for node in own_nodes(getattr(function, "body", []), comprehensions=False):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, (*FUNCTION_DEFS, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound |= {(a.asname or a.name).split(".", 1)[0] for a in node.names}
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            bound |= set(node.names)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            bound.add(node.name)
+        bound.update(bound_by(node))
     return read - bound - module_names - _BUILTINS
 
 

@@ -32,6 +32,8 @@ import ast
 from dataclasses import dataclass
 from enum import Enum
 
+from selection.python.chains import last_name
+
 
 class Reads(Enum):
     """How much of a function's annotations is behaviour."""
@@ -60,14 +62,6 @@ SCRIPT_CLASSES = frozenset({"script", "interface"})
 DISPATCHERS = frozenset({"singledispatch", "singledispatchmethod"})
 DATACLASS_WORDS = ("ClassVar", "InitVar", "KW_ONLY")
 TEXT_READERS = frozenset({"normalizer"})  # quoting a type changes what it reads
-
-
-def last_name(node: ast.expr) -> str:
-    """`torch.library.custom_op("ns::f")` -> "custom_op": the name a decorator goes by."""
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return target.id if isinstance(target, ast.Name) else ""
 
 
 @dataclass(frozen=True)
